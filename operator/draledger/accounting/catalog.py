@@ -1,0 +1,45 @@
+"""What the accounting of one node may ask about the rest of the cluster.
+
+Both the incremental ``ClusterState`` and the tests' naive oracle implement this protocol, so the rules in
+``ledger.py`` are written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from draledger.views import ClaimView, DeviceView, PodView, Problem
+
+PodKey = tuple[str, str]
+ClaimKey = tuple[str, str]
+PoolKey = tuple[str, str]
+
+
+class Catalog(Protocol):
+    def claim(self, key: ClaimKey) -> ClaimView | None:
+        """The ResourceClaim, if it exists."""
+
+    def consumers(self, key: ClaimKey) -> Sequence[PodKey]:
+        """Counted pods (on any node) that consume the claim, sorted by namespace/name."""
+
+    def pool_exists(self, pool: PoolKey) -> bool:
+        """Whether any ResourceSlice of the pool exists."""
+
+    def pool_complete(self, pool: PoolKey) -> bool:
+        """Whether the newest generation of the pool has all of its ``resourceSliceCount`` slices."""
+
+    def device(self, pool: PoolKey, name: str) -> DeviceView | None:
+        """The device among the slices of the pool's newest generation."""
+
+    def node_devices(self, node: str) -> Iterable[tuple[PoolKey, DeviceView]]:
+        """Devices of the newest generation of slices published for the node (``spec.nodeName``)."""
+
+    def node_pools(self, node: str) -> Iterable[PoolKey]:
+        """Pools with at least one slice published for the node."""
+
+    def slice_problems(self, node: str) -> Iterable[Problem]:
+        """Problems of the ResourceSlices published for the node."""
+
+    def pods_on(self, node: str) -> Sequence[PodView]:
+        """Counted pods bound to the node, sorted by namespace/name."""

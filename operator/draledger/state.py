@@ -1,0 +1,225 @@
+"""The incremental cluster state: upsert or delete one object, learn which nodes it touched.
+
+Rules:
+1. An update is remove(the stored old view) + add(the new view), using what was stored, never re-derived
+   from the incoming object (kube-scheduler's NodeInfo does the same).
+2. Every mutation returns the set of node names whose ledger may have changed; ``ledger(node)`` recomputes
+   one node from the indexes, touching only that node's pods, claims and pools.
+3. A ResourceSlice update whose pool generation is older than the one stored for the same slice is
+   rejected (``GenerationRegression``) and changes nothing.
+4. Only views are kept (typed, frozen records), never raw bodies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from draledger.accounting.catalog import ClaimKey, PodKey, PoolKey
+from draledger.accounting.ledger import Flags, Ledger, compute
+from draledger.views import ClaimView, DeviceView, NodeView, PodView, Problem, SliceView
+
+Dirty = set[str]
+
+
+class GenerationRegression(Exception):
+    """A ResourceSlice arrived with an older pool generation than one already seen for it."""
+
+
+@dataclass(slots=True)
+class _Pool:
+    slices: dict[str, SliceView]
+    devices: dict[str, DeviceView] | None = None  # newest generation, built lazily
+    newest: int = 0
+
+    def refresh(self) -> None:
+        self.newest = max((s.generation for s in self.slices.values()), default=0)
+        self.devices = None
+
+    def newest_slices(self) -> list[SliceView]:
+        return [s for s in self.slices.values() if s.generation == self.newest]
+
+    def device_index(self) -> dict[str, DeviceView]:
+        if self.devices is None:
+            self.devices = {d.name: d for s in self.newest_slices() for d in s.devices}
+        return self.devices
+
+    def complete(self) -> bool:
+        newest = self.newest_slices()
+        expected = max((s.slice_count for s in newest), default=0)
+        return len(newest) >= expected
+
+
+class ClusterState:
+    """Implements ``accounting.catalog.Catalog`` over incrementally maintained indexes."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeView] = {}
+        self.pods: dict[PodKey, PodView] = {}
+        self.claims: dict[ClaimKey, ClaimView] = {}
+        self.slices: dict[str, SliceView] = {}
+        self._pods_by_node: dict[str, dict[PodKey, PodView]] = {}
+        self._pod_claims: dict[PodKey, frozenset[ClaimKey]] = {}
+        self._consumers: dict[ClaimKey, set[PodKey]] = {}
+        self._claim_pools: dict[ClaimKey, frozenset[PoolKey]] = {}
+        self._pool_claims: dict[PoolKey, set[ClaimKey]] = {}
+        self._pools: dict[PoolKey, _Pool] = {}
+        self._node_slices: dict[str, set[str]] = {}
+        self._consumers_sorted: dict[ClaimKey, tuple[PodKey, ...]] = {}
+
+    # ----- nodes -----
+    def upsert_node(self, node: NodeView) -> Dirty:
+        self.nodes[node.name] = node
+        return {node.name}
+
+    def delete_node(self, name: str) -> Dirty:
+        self.nodes.pop(name, None)
+        return {name}
+
+    # ----- pods -----
+    def upsert_pod(self, pod: PodView) -> Dirty:
+        dirty = self.delete_pod(pod.key)
+        self.pods[pod.key] = pod
+        if pod.counted:
+            self._pods_by_node.setdefault(pod.node_name, {})[pod.key] = pod
+            keys = frozenset((pod.namespace, c.claim_name) for c in pod.claims if c.claim_name)
+            self._pod_claims[pod.key] = keys
+            for key in keys:
+                self._consumers.setdefault(key, set()).add(pod.key)
+                self._consumers_sorted.pop(key, None)
+            dirty.add(pod.node_name)
+            dirty |= self._consumer_nodes(keys)
+        return dirty
+
+    def delete_pod(self, key: PodKey) -> Dirty:
+        old = self.pods.pop(key, None)
+        if old is None or not old.counted:
+            return set()
+        on_node = self._pods_by_node.get(old.node_name, {})
+        on_node.pop(key, None)
+        if not on_node:
+            self._pods_by_node.pop(old.node_name, None)
+        keys = self._pod_claims.pop(key, frozenset())
+        for claim in keys:
+            users = self._consumers.get(claim)
+            if users is not None:
+                users.discard(key)
+                if not users:
+                    del self._consumers[claim]
+            self._consumers_sorted.pop(claim, None)
+        return {old.node_name} | self._consumer_nodes(keys)
+
+    # ----- claims -----
+    def upsert_claim(self, claim: ClaimView) -> Dirty:
+        self._forget_claim_pools(claim.key)
+        self.claims[claim.key] = claim
+        pools = frozenset(r.pool_key for r in claim.results)
+        self._claim_pools[claim.key] = pools
+        for pool in pools:
+            self._pool_claims.setdefault(pool, set()).add(claim.key)
+        return self._consumer_nodes({claim.key})
+
+    def delete_claim(self, key: ClaimKey) -> Dirty:
+        self._forget_claim_pools(key)
+        self.claims.pop(key, None)
+        return self._consumer_nodes({key})
+
+    def _forget_claim_pools(self, key: ClaimKey) -> None:
+        for pool in self._claim_pools.pop(key, frozenset()):
+            claims = self._pool_claims.get(pool)
+            if claims is not None:
+                claims.discard(key)
+                if not claims:
+                    del self._pool_claims[pool]
+
+    # ----- slices -----
+    def upsert_slice(self, view: SliceView) -> Dirty:
+        old = self.slices.get(view.name)
+        if old is not None and old.pool_key == view.pool_key and view.generation < old.generation:
+            raise GenerationRegression(
+                f"ResourceSlice {view.name}: pool {view.driver}/{view.pool} generation {view.generation} "
+                f"is older than the stored {old.generation}; ignored"
+            )
+        dirty = self.delete_slice(view.name)
+        self.slices[view.name] = view
+        pool = self._pools.setdefault(view.pool_key, _Pool({}))
+        pool.slices[view.name] = view
+        pool.refresh()
+        if view.node_name:
+            self._node_slices.setdefault(view.node_name, set()).add(view.name)
+        return dirty | self._pool_nodes(view.pool_key)
+
+    def delete_slice(self, name: str) -> Dirty:
+        old = self.slices.pop(name, None)
+        if old is None:
+            return set()
+        pool = self._pools[old.pool_key]
+        dirty = self._pool_nodes(old.pool_key)  # before: the nodes that saw it
+        del pool.slices[name]
+        if pool.slices:
+            pool.refresh()
+        else:
+            del self._pools[old.pool_key]
+        if old.node_name:
+            names = self._node_slices.get(old.node_name, set())
+            names.discard(name)
+            if not names:
+                self._node_slices.pop(old.node_name, None)
+        return dirty
+
+    # ----- which nodes a change reaches -----
+    def _consumer_nodes(self, claims: Iterable[ClaimKey]) -> Dirty:
+        nodes: Dirty = set()
+        for claim in claims:
+            for pod in self._consumers.get(claim, ()):
+                nodes.add(self.pods[pod].node_name)
+        return nodes
+
+    def _pool_nodes(self, pool_key: PoolKey) -> Dirty:
+        pool = self._pools.get(pool_key)
+        nodes = {s.node_name for s in pool.slices.values() if s.node_name} if pool else set()
+        return nodes | self._consumer_nodes(self._pool_claims.get(pool_key, ()))
+
+    # ----- Catalog -----
+    def claim(self, key: ClaimKey) -> ClaimView | None:
+        return self.claims.get(key)
+
+    def consumers(self, key: ClaimKey) -> Sequence[PodKey]:
+        cached = self._consumers_sorted.get(key)
+        if cached is None:
+            cached = self._consumers_sorted[key] = tuple(sorted(self._consumers.get(key, ())))
+        return cached
+
+    def pool_exists(self, pool: PoolKey) -> bool:
+        return pool in self._pools
+
+    def pool_complete(self, pool: PoolKey) -> bool:
+        found = self._pools.get(pool)
+        return found is not None and found.complete()
+
+    def device(self, pool: PoolKey, name: str) -> DeviceView | None:
+        found = self._pools.get(pool)
+        return found.device_index().get(name) if found is not None else None
+
+    def node_devices(self, node: str) -> Iterable[tuple[PoolKey, DeviceView]]:
+        for name in sorted(self._node_slices.get(node, ())):
+            view = self.slices[name]
+            if view.generation == self._pools[view.pool_key].newest:
+                for device in view.devices:
+                    yield view.pool_key, device
+
+    def node_pools(self, node: str) -> Iterable[PoolKey]:
+        return {self.slices[name].pool_key for name in self._node_slices.get(node, ())}
+
+    def slice_problems(self, node: str) -> Iterable[Problem]:
+        for name in sorted(self._node_slices.get(node, ())):
+            yield from self.slices[name].problems
+
+    def pods_on(self, node: str) -> Sequence[PodView]:
+        pods = self._pods_by_node.get(node)
+        return [pods[k] for k in sorted(pods)] if pods else []
+
+    # ----- results -----
+    def ledger(self, node: str, flags: Flags = Flags()) -> Ledger | None:
+        view = self.nodes.get(node)
+        return compute(view, self, flags) if view is not None else None

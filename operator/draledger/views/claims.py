@@ -1,0 +1,76 @@
+"""ResourceClaims: identity and allocation results (device, pool, driver, consumed capacity)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping as AbstractMapping
+from dataclasses import dataclass
+from typing import Any
+
+from draledger.quantities import Quantity
+from draledger.views.problems import Problem, Reader, ref_of
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationResult:
+    request: str
+    driver: str
+    pool: str
+    device: str
+    consumed: dict[str, Quantity] | None  # None: no consumedCapacity (single-allocation devices)
+
+    @property
+    def pool_key(self) -> tuple[str, str]:
+        return (self.driver, self.pool)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimView:
+    namespace: str
+    name: str
+    uid: str
+    results: tuple[AllocationResult, ...]
+    allocated: bool
+    reserved_for: tuple[str, ...]  # pod UIDs
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+def read_claim(raw: AbstractMapping[str, Any]) -> ClaimView:
+    reader = Reader(ref_of(raw, "ResourceClaim"))
+    meta = reader.mapping(raw.get("metadata"), "metadata")
+    status = reader.mapping(raw.get("status"), "status")
+    allocation = reader.mapping(status.get("allocation"), "status.allocation")
+    devices = reader.mapping(allocation.get("devices"), "status.allocation.devices")
+    results = []
+    for index, result in enumerate(reader.items(devices.get("results"), "status.allocation.devices.results")):
+        path = f"status.allocation.devices.results[{index}]"
+        result = reader.mapping(result, path)
+        consumed = None
+        if result.get("consumedCapacity") is not None:
+            consumed = reader.quantities(result["consumedCapacity"], f"{path}.consumedCapacity")
+        results.append(
+            AllocationResult(
+                request=reader.string(result.get("request"), f"{path}.request"),
+                driver=reader.string(result.get("driver"), f"{path}.driver"),
+                pool=reader.string(result.get("pool"), f"{path}.pool"),
+                device=reader.string(result.get("device"), f"{path}.device"),
+                consumed=consumed,
+            )
+        )
+    reserved = tuple(
+        str(entry["uid"])
+        for entry in reader.items(status.get("reservedFor"), "status.reservedFor")
+        if isinstance(entry, dict) and isinstance(entry.get("uid"), str)
+    )
+    return ClaimView(
+        namespace=reader.ref.namespace,
+        name=reader.ref.name,
+        uid=reader.string(meta.get("uid"), "metadata.uid"),
+        results=tuple(results),
+        allocated=bool(allocation),
+        reserved_for=reserved,
+        problems=tuple(reader.problems),
+    )

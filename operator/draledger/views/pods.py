@@ -1,0 +1,204 @@
+"""Pods: what the ledger needs of a Pod, and nothing more (about 1 KiB retained per pod).
+
+Retained: identity, node, phase, the ordinary requests already aggregated (init containers, sidecars),
+pod-level requests, overhead, the pod's claims with the containers that reference each, the
+``status.nodeAllocatableResourceClaimStatuses`` the scheduler wrote (both shapes), and scheduling gates.
+Container requests default to limits where only a limit is given, as the API server's defaulting does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping as AbstractMapping
+from dataclasses import dataclass
+from typing import Any
+
+from draledger.accounting.footprints import aggregate_containers
+from draledger.quantities import Quantity
+from draledger.views.problems import Problem, Reader, ref_of
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class PodClaim:
+    """One ``spec.resourceClaims[]`` entry, resolved to a ResourceClaim name where possible."""
+
+    name: str  # the pod's own name for the claim
+    claim_name: str | None  # the ResourceClaim object's name; None while a template claim is not generated
+    from_template: bool
+    containers: tuple[str, ...]  # init containers then containers, in spec order, that reference it
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimStatus:
+    """One entry of ``status.nodeAllocatableResourceClaimStatuses`` (v1.36 or v1.37 shape)."""
+
+    claim_name: str
+    containers: tuple[str, ...]
+    mapping: dict[str, Quantity]  # v1.36 ``resources`` or v1.37 ``mapping``
+    per_pod: dict[str, Quantity]  # v1.37 overhead
+    per_container: dict[str, Quantity]  # v1.37 overhead
+    shape: str  # "v1.36" | "v1.37"
+
+    def charged(self) -> dict[str, Quantity]:
+        """What the scheduler charged for this claim: mapping + perPod + perContainer × containers."""
+        out = dict(self.mapping)
+        for name, quantity in self.per_pod.items():
+            out[name] = out[name] + quantity if name in out else quantity
+        count = len(self.containers)
+        for name, quantity in self.per_container.items():
+            extra = quantity.times(count)
+            out[name] = out[name] + extra if name in out else extra
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    node_name: str
+    phase: str
+    ordinary: dict[str, Quantity]
+    pod_level: dict[str, Quantity]
+    overhead: dict[str, Quantity]
+    claims: tuple[PodClaim, ...]
+    claim_statuses: tuple[ClaimStatus, ...] | None  # None: the field is absent (never charged)
+    scheduling_gates: tuple[str, ...]
+    has_node_affinity: bool
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+    @property
+    def counted(self) -> bool:
+        """Counts on its node: bound, and neither Succeeded nor Failed."""
+        return bool(self.node_name) and self.phase not in TERMINAL_PHASES
+
+
+def _requests(reader: Reader, raw: object, path: str) -> dict[str, Quantity]:
+    resources = reader.mapping(raw, path)
+    requests = reader.quantities(resources.get("requests"), f"{path}.requests")
+    for name, limit in reader.quantities(resources.get("limits"), f"{path}.limits").items():
+        requests.setdefault(name, limit)
+    return requests
+
+
+def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
+    reader = Reader(ref_of(raw, "Pod"))
+    meta = reader.mapping(raw.get("metadata"), "metadata")
+    if "spec" not in raw:
+        reader.bad("spec", None, "a Pod needs a spec; counted as requesting nothing")
+    spec = reader.mapping(raw.get("spec"), "spec")
+    status = reader.mapping(raw.get("status"), "status")
+
+    references: dict[str, list[str]] = {}
+    containers: list[dict[str, Quantity]] = []
+    inits: list[tuple[dict[str, Quantity], bool]] = []
+    for field_name in ("initContainers", "containers"):
+        for index, container in enumerate(reader.items(spec.get(field_name), f"spec.{field_name}")):
+            path = f"spec.{field_name}[{index}]"
+            container = reader.mapping(container, path)
+            cname = reader.string(container.get("name"), f"{path}.name")
+            resources = reader.mapping(container.get("resources"), f"{path}.resources")
+            requests = _requests(reader, resources, f"{path}.resources")
+            if field_name == "containers":
+                containers.append(requests)
+            else:
+                inits.append((requests, container.get("restartPolicy") == "Always"))
+            for cindex, ref in enumerate(reader.items(resources.get("claims"), f"{path}.resources.claims")):
+                ref = reader.mapping(ref, f"{path}.resources.claims[{cindex}]")
+                claim = reader.string(ref.get("name"), f"{path}.resources.claims[{cindex}].name")
+                users = references.setdefault(claim, [])
+                if cname not in users:
+                    users.append(cname)
+
+    generated: dict[str, str | None] = {}
+    for index, entry in enumerate(reader.items(status.get("resourceClaimStatuses"), "status.resourceClaimStatuses")):
+        entry = reader.mapping(entry, f"status.resourceClaimStatuses[{index}]")
+        name = reader.string(entry.get("name"), f"status.resourceClaimStatuses[{index}].name")
+        value = entry.get("resourceClaimName")
+        generated[name] = value if isinstance(value, str) and value else None
+
+    claims: list[PodClaim] = []
+    for index, entry in enumerate(reader.items(spec.get("resourceClaims"), "spec.resourceClaims")):
+        path = f"spec.resourceClaims[{index}]"
+        entry = reader.mapping(entry, path)
+        name = reader.string(entry.get("name"), f"{path}.name")
+        direct = reader.string(entry.get("resourceClaimName"), f"{path}.resourceClaimName")
+        template = reader.string(entry.get("resourceClaimTemplateName"), f"{path}.resourceClaimTemplateName")
+        claim_name = direct or (generated.get(name) if template else None)
+        if not direct and not template:
+            reader.bad(path, entry, "needs resourceClaimName or resourceClaimTemplateName")
+        claims.append(PodClaim(name, claim_name, bool(template) and not direct, tuple(references.get(name, ()))))
+
+    spec_resources = reader.mapping(spec.get("resources"), "spec.resources")
+    affinity = reader.mapping(spec.get("affinity"), "spec.affinity")
+    gates = tuple(
+        g["name"]
+        for g in reader.items(spec.get("schedulingGates"), "spec.schedulingGates")
+        if isinstance(g, dict) and isinstance(g.get("name"), str)
+    )
+    return PodView(
+        namespace=reader.ref.namespace,
+        name=reader.ref.name,
+        uid=reader.string(meta.get("uid"), "metadata.uid"),
+        resource_version=reader.string(meta.get("resourceVersion"), "metadata.resourceVersion"),
+        node_name=reader.string(spec.get("nodeName"), "spec.nodeName"),
+        phase=reader.string(status.get("phase"), "status.phase"),
+        ordinary=aggregate_containers(containers, inits),
+        pod_level=reader.quantities(spec_resources.get("requests"), "spec.resources.requests"),
+        overhead=reader.quantities(spec.get("overhead"), "spec.overhead"),
+        claims=tuple(claims),
+        claim_statuses=_claim_statuses(reader, status),
+        scheduling_gates=gates,
+        has_node_affinity=bool(affinity.get("nodeAffinity")),
+        problems=tuple(reader.problems),
+    )
+
+
+def _claim_statuses(reader: Reader, status: AbstractMapping[str, Any]) -> tuple[ClaimStatus, ...] | None:
+    field = "status.nodeAllocatableResourceClaimStatuses"
+    if status.get("nodeAllocatableResourceClaimStatuses") is None:
+        return None
+    out: list[ClaimStatus] = []
+    for index, entry in enumerate(reader.items(status.get("nodeAllocatableResourceClaimStatuses"), field)):
+        path = f"{field}[{index}]"
+        entry = reader.mapping(entry, path)
+        containers = tuple(c for c in reader.items(entry.get("containers"), f"{path}.containers") if isinstance(c, str))
+        mapping: dict[str, Quantity] = {}
+        per_pod: dict[str, Quantity] = {}
+        per_container: dict[str, Quantity] = {}
+        shape = "v1.36"
+        if "resources" in entry:
+            mapping = reader.quantities(entry.get("resources"), f"{path}.resources")
+        if "mapping" in entry or "overhead" in entry:
+            shape = "v1.37"
+            for mindex, item in enumerate(reader.items(entry.get("mapping"), f"{path}.mapping")):
+                item = reader.mapping(item, f"{path}.mapping[{mindex}]")
+                name = reader.string(item.get("name"), f"{path}.mapping[{mindex}].name")
+                quantity = reader.quantity(item.get("quantity"), f"{path}.mapping[{mindex}].quantity")
+                if name and quantity is not None:
+                    mapping[name] = quantity
+            for oindex, item in enumerate(reader.items(entry.get("overhead"), f"{path}.overhead")):
+                item = reader.mapping(item, f"{path}.overhead[{oindex}]")
+                name = reader.string(item.get("name"), f"{path}.overhead[{oindex}].name")
+                for key, target in (("perPod", per_pod), ("perContainer", per_container)):
+                    if item.get(key) is not None:
+                        quantity = reader.quantity(item.get(key), f"{path}.overhead[{oindex}].{key}")
+                        if name and quantity is not None:
+                            target[name] = quantity
+        out.append(
+            ClaimStatus(
+                claim_name=reader.string(entry.get("resourceClaimName"), f"{path}.resourceClaimName"),
+                containers=containers,
+                mapping=mapping,
+                per_pod=per_pod,
+                per_container=per_container,
+                shape=shape,
+            )
+        )
+    return tuple(out)

@@ -23,6 +23,17 @@ def _crd(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from draledger import config, logs, running
+
+    settings = config.from_args(args)
+    logs.configure(settings.log_format, settings.log_level)
+    asyncio.run(running.run_operator(settings))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="draledger",
@@ -45,6 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="device attribute naming the NUMA zone, in order of preference (repeatable; "
                        "replaces the default list)")
     audit.set_defaults(func=_audit)
+
+    run = commands.add_parser("run", help="run the operator: keep one NodeAllocatableLedger per node current",
+                              description="Run the operator against the cluster (in-cluster config, KUBECONFIG, "
+                              "or --server). Every flag also reads a DRALEDGER_* environment variable.")
+    from draledger.config import add_arguments
+
+    add_arguments(run)
+    run.set_defaults(func=_run)
 
     crd = commands.add_parser("crd", help="print the NodeAllocatableLedger CustomResourceDefinition")
     crd.set_defaults(func=_crd)

@@ -38,6 +38,7 @@ class Flags:
     rebuilding: bool = False
     frozen: bool = False
     watch_stale: str = ""  # non-empty: why the watch data is older than the freshness window
+    pod_status: tuple[str, str, str] | None = None  # operator only: (status, reason, message) of backfill
     numa_attributes: tuple[str, ...] = DEFAULT_NUMA_ATTRIBUTES
 
 
@@ -305,7 +306,9 @@ def _conditions(
         fits = Condition("Fits", "False", "Overcommitted", "; ".join(over))
     else:
         fits = Condition("Fits", "True", "Fits", "requested fits in allocatable for every resource")
-    return (fresh, mappings, sync, fits)
+    if flags.pod_status is None:
+        return (fresh, mappings, sync, fits)
+    return (fresh, mappings, sync, fits, Condition("PodStatusBackfill", *flags.pod_status))
 
 
 def _phase(flags: Flags, conditions: tuple[Condition, ...]) -> str:

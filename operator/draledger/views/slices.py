@@ -72,6 +72,7 @@ def lookup_qualified(values: AbstractMapping[str, Quantity], key: str, driver: s
 @dataclass(frozen=True, slots=True)
 class SliceView:
     name: str
+    uid: str
     driver: str
     pool: str
     generation: int
@@ -79,6 +80,7 @@ class SliceView:
     node_name: str
     devices: tuple[DeviceView, ...]
     problems: tuple[Problem, ...] = ()
+    shape: str = "v1.36"  # "v1.37" when any device uses nodeAllocatableResources
 
     @property
     def pool_key(self) -> tuple[str, str]:
@@ -101,8 +103,10 @@ def read_slice(raw: AbstractMapping[str, Any]) -> SliceView:
             path += ".basic"
             device = {"name": device.get("name"), **reader.mapping(device.get("basic"), path)}
         devices.append(_read_device(reader, device, path, driver))
+    meta = reader.mapping(raw.get("metadata"), "metadata")
     return SliceView(
         name=reader.ref.name,
+        uid=reader.string(meta.get("uid"), "metadata.uid"),
         driver=driver,
         pool=reader.string(pool.get("name"), "spec.pool.name"),
         generation=reader.integer(pool.get("generation"), "spec.pool.generation"),
@@ -110,6 +114,8 @@ def read_slice(raw: AbstractMapping[str, Any]) -> SliceView:
         node_name=reader.string(spec.get("nodeName"), "spec.nodeName"),
         devices=tuple(devices),
         problems=tuple(reader.problems),
+        shape="v1.37" if any(isinstance(d, dict) and d.get("nodeAllocatableResources") is not None
+                             for d in reader.items(spec.get("devices"), "spec.devices")) else "v1.36",
     )
 
 

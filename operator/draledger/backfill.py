@@ -1,0 +1,89 @@
+"""Pod status backfill: write ``status.nodeAllocatableResourceClaimStatuses`` where the scheduler left it out.
+
+Rules:
+1. Only for a bound, counted pod without the field, whose claims all resolve (see accounting.statuses),
+   after the rebuild, in ``--pod-status=backfill`` mode.
+2. One JSON patch on ``pods/status``: a ``test`` of ``metadata.resourceVersion`` (the version in which the
+   field was seen absent) and an ``add`` of the field. Never a value the scheduler wrote is overwritten:
+   a changed pod fails the test (422) and is looked at again with its next event.
+3. At most one attempt per pod resourceVersion: no patch loops.
+4. If the response lacks the field, the API server drops it (gate off): backfill stops for good, which is
+   said once in the log, a metric and a ledger condition.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import structlog
+
+from draledger.accounting.statuses import planned_statuses
+from draledger.kubeapi import ApiError, Conflict, KubeApi
+
+if TYPE_CHECKING:
+    from draledger.runtime import Runtime
+
+log = structlog.get_logger("draledger")
+FIELD = "nodeAllocatableResourceClaimStatuses"
+
+
+class Backfill:
+    def __init__(self, runtime: Runtime, api: KubeApi) -> None:
+        self.runtime = runtime
+        self.api = api
+        self.attempted: dict[tuple[str, str], str] = {}
+
+    def shape(self) -> str:
+        configured = self.runtime.config.status_shape
+        return configured if configured != "auto" else (self.runtime.shape_seen or "v1.36")
+
+    async def node(self, node: str) -> None:
+        runtime = self.runtime
+        if runtime.backfill_disabled or not runtime.rebuilt.is_set():
+            return
+        state = runtime.state
+        if len(self.attempted) > 2 * len(state.pods) + 1000:
+            self.attempted = {k: v for k, v in self.attempted.items() if k in state.pods}
+        for pod in state.pods_on(node):
+            if pod.claim_statuses is not None or not pod.claims or self.attempted.get(pod.key) == pod.resource_version:
+                continue
+            entries = planned_statuses(pod, state, self.shape(), runtime.config.numa_attributes)
+            if not entries:
+                continue
+            self.attempted[pod.key] = pod.resource_version
+            ops = [
+                {"op": "test", "path": "/metadata/resourceVersion", "value": pod.resource_version},
+                {"op": "add", "path": f"/status/{FIELD}", "value": entries},
+            ]
+            path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
+            try:
+                answer = await self.api.json_patch(path, ops)
+            except Conflict:
+                runtime.metrics.write_failures.labels("pod-status", "conflict").inc()
+                log.info("pod changed before backfill; will look again", pod=f"{pod.namespace}/{pod.name}",
+                         node=node)
+                continue
+            except ApiError as error:
+                runtime.metrics.write_failures.labels("pod-status", str(error.status)).inc()
+                log.warning("backfill failed", pod=f"{pod.namespace}/{pod.name}", node=node, error=str(error))
+                continue
+            runtime.metrics.writes.labels("pod-status").inc()
+            if FIELD not in ((answer or {}).get("status") or {}):
+                self._disable(f"the API server dropped status.{FIELD} from pod {pod.namespace}/{pod.name}: "
+                              "the DRANodeAllocatableResources gate is off in kube-apiserver")
+                return
+            for entry in entries:
+                log.info("pod status backfilled", pod=f"{pod.namespace}/{pod.name}", node=node,
+                         claim=f"{pod.namespace}/{entry['resourceClaimName']}",
+                         claim_uid=(state.claim((pod.namespace, entry["resourceClaimName"])) or _NoClaim).uid)
+
+    def _disable(self, reason: str) -> None:
+        runtime = self.runtime
+        runtime.backfill_disabled = reason
+        runtime.metrics.backfill_disabled.set(1)
+        log.warning("pod status backfill stopped", reason=reason)
+        runtime.mark_all()
+
+
+class _NoClaim:
+    uid = ""

@@ -1,0 +1,82 @@
+"""Operator configuration: one frozen record, from flags with ``DRALEDGER_*`` environment defaults."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+
+from draledger.accounting.zones import DEFAULT_NUMA_ATTRIBUTES
+
+POD_STATUS_MODES = ("backfill", "observe")
+STATUS_SHAPES = ("auto", "v1.36", "v1.37")
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorConfig:
+    coalesce_window: float = 0.2  # seconds: bursts of events on one node become one status patch
+    freshness_window: float = 60.0  # seconds a watch may be broken before its nodes turn Stale
+    pod_status: str = "backfill"
+    status_shape: str = "auto"
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int = 8080  # /metrics, /healthz, /readyz
+    numa_attributes: tuple[str, ...] = DEFAULT_NUMA_ATTRIBUTES
+    node_selector: str = ""  # label selector: only these nodes get ledgers (canary)
+    server: str = ""  # explicit API URL (demo, tests); otherwise in-cluster config or KUBECONFIG
+    log_format: str = "json"
+    log_level: str = "info"
+    watch_timeout: int = 30  # seconds per watch request: a clean reconnect proves the stream is alive
+    events: bool = True  # post Kubernetes Events on ledgers for phase changes
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(f"DRALEDGER_{name.upper().replace('-', '_')}", default)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    d = OperatorConfig()
+    parser.add_argument("--coalesce-window", type=float, default=float(_env("coalesce-window", str(d.coalesce_window))),
+                        help="seconds to coalesce a node's events into one write (env DRALEDGER_COALESCE_WINDOW)")
+    parser.add_argument("--freshness-window", type=float,
+                        default=float(_env("freshness-window", str(d.freshness_window))),
+                        help="seconds a broken watch is tolerated before nodes turn Stale")
+    parser.add_argument("--pod-status", choices=POD_STATUS_MODES, default=_env("pod-status", d.pod_status),
+                        help="backfill: write missing status.nodeAllocatableResourceClaimStatuses; observe: only report")
+    parser.add_argument("--status-shape", choices=STATUS_SHAPES, default=_env("status-shape", d.status_shape),
+                        help="pod status shape to write: v1.36 (resources), v1.37 (mapping/overhead), or auto")
+    parser.add_argument("--metrics-host", default=_env("metrics-host", d.metrics_host))
+    parser.add_argument("--metrics-port", type=int, default=int(_env("metrics-port", str(d.metrics_port))),
+                        help="port of /metrics, /healthz and /readyz (0: pick a free one)")
+    parser.add_argument("--numa-attribute", action="append", metavar="NAME",
+                        help="device attribute naming the NUMA zone (repeatable; replaces the default list)")
+    parser.add_argument("--node-selector", default=_env("node-selector", d.node_selector),
+                        help="label selector of the nodes that get ledgers, e.g. draledger.dev/canary=true")
+    parser.add_argument("--server", default=_env("server", d.server),
+                        help="API server URL (default: in-cluster config, then KUBECONFIG)")
+    parser.add_argument("--log-format", choices=("json", "console"), default=_env("log-format", d.log_format))
+    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
+                        default=_env("log-level", d.log_level))
+    parser.add_argument("--watch-timeout", type=int, default=int(_env("watch-timeout", str(d.watch_timeout))),
+                        help="seconds per watch request (server-side timeout)")
+    parser.add_argument("--no-events", dest="events", action="store_false",
+                        default=_env("events", "true").lower() not in ("0", "false", "no"),
+                        help="do not post Kubernetes Events on ledgers")
+
+
+def from_args(args: argparse.Namespace) -> OperatorConfig:
+    attributes = args.numa_attribute or [a for a in _env("numa-attributes", "").split(",") if a]
+    return OperatorConfig(
+        coalesce_window=args.coalesce_window,
+        freshness_window=args.freshness_window,
+        pod_status=args.pod_status,
+        status_shape=args.status_shape,
+        metrics_host=args.metrics_host,
+        metrics_port=args.metrics_port,
+        numa_attributes=tuple(attributes) or DEFAULT_NUMA_ATTRIBUTES,
+        node_selector=args.node_selector,
+        server=args.server,
+        log_format=args.log_format,
+        log_level=args.log_level,
+        watch_timeout=args.watch_timeout,
+        events=args.events,
+    )

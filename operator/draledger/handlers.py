@@ -1,0 +1,69 @@
+"""Kopf handlers: short translators from watch events to runtime calls.
+
+Only silent ``@kopf.on.event`` handlers, never change-detection handlers, daemons, timers or finalizers
+on Pods, Claims or Slices: nothing is ever written onto those objects by Kopf (no annotations, no
+finalizers, no per-object tasks).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from draledger.ledgers import GROUP, PLURAL, VERSION
+from draledger.runtime import Runtime
+
+WATCHED = (
+    ("nodes", ("v1", "nodes")),
+    ("pods", ("v1", "pods")),
+    ("resourceslices", ("resource.k8s.io", "v1", "resourceslices")),
+    ("resourceclaims", ("resource.k8s.io", "v1", "resourceclaims")),
+)
+
+
+def register(registry: kopf.OperatorRegistry, runtime: Runtime, info: kopf.ConnectionInfo) -> None:
+    @kopf.on.login(registry=registry)
+    async def login(**_: Any) -> kopf.ConnectionInfo:
+        return info
+
+    for kind, selector in WATCHED:
+        def translate(kind: str = kind) -> Any:
+            async def handler(event: dict[str, Any], **_: Any) -> None:
+                runtime.event(kind, event.get("type"), event.get("object") or {})
+            handler.__name__ = f"{kind}_event"
+            return handler
+
+        kopf.on.event(*selector, registry=registry, id=f"{kind}-event")(translate())
+
+    @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry, id="ledger-event")
+    async def ledger_event(event: dict[str, Any], **_: Any) -> None:
+        runtime.ledger_event(event.get("type"), event.get("object") or {})
+
+
+class InfiniteBackoffs:
+    """Retry API errors forever (capped exponential): a watch must never die of a flaky API server."""
+
+    def __iter__(self) -> Any:
+        delay = 0.5
+        while True:
+            yield delay
+            delay = min(delay * 2, 15.0)
+
+
+def settings_for(runtime: Runtime) -> kopf.OperatorSettings:
+    config = runtime.config
+    settings = kopf.OperatorSettings()
+    settings.scanning.disabled = True
+    settings.posting.enabled = False  # we post our own Events, on ledgers only
+    settings.peering.standalone = True
+    settings.persistence.finalizer = "draledger.dev/unused"
+    settings.watching.server_timeout = config.watch_timeout
+    settings.watching.client_timeout = config.watch_timeout + 15
+    settings.watching.connect_timeout = 10
+    settings.watching.reconnect_backoff = 1.0
+    settings.networking.error_backoffs = InfiniteBackoffs()  # type: ignore[assignment]
+    settings.watching.field_selectors["v1", "pods"] = "status.phase!=Succeeded,status.phase!=Failed"
+    if config.node_selector:
+        settings.watching.label_selectors["v1", "nodes"] = config.node_selector
+    return settings

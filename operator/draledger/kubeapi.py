@@ -1,0 +1,135 @@
+"""A small async Kubernetes API client for the operator's own writes (ledgers, events, pod gates/status).
+
+Rules:
+1. Credentials come from Kopf's login (``kopf.ConnectionInfo``): in-cluster, KUBECONFIG, or an explicit URL.
+2. 429, 5xx and connection errors are retried with capped exponential backoff (honouring Retry-After);
+   409/422 are returned to the caller as ``Conflict`` (it re-reads and decides); other 4xx raise ``ApiError``.
+3. Nothing here decides what to write: callers pass complete patches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import kopf
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, body: Any, what: str) -> None:
+        message = body.get("message") if isinstance(body, dict) else str(body)[:200]
+        super().__init__(f"{what}: HTTP {status}: {message}")
+        self.status = status
+        self.body = body
+
+
+class Conflict(ApiError):
+    """409 or 422: the object changed under us (a resourceVersion test failed, or it already exists)."""
+
+
+def backoffs(base: float = 0.2, cap: float = 10.0, attempts: int = 8) -> list[float]:
+    return [min(cap, base * 2**i) for i in range(attempts)]
+
+
+class KubeApi:
+    def __init__(self, info: kopf.ConnectionInfo, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self.server = info.server.rstrip("/")
+        self._info = info
+        self._sleep = sleep
+        self._session: aiohttp.ClientSession | None = None
+
+    def _ssl(self) -> ssl.SSLContext | bool:
+        info = self._info
+        if not self.server.startswith("https"):
+            return False
+        if info.insecure:
+            return False
+        context = ssl.create_default_context(cafile=info.ca_path and str(info.ca_path))  # type: ignore[arg-type]
+        if info.ca_data:
+            data = info.ca_data.decode() if isinstance(info.ca_data, bytes) else info.ca_data
+            context.load_verify_locations(cadata=data)
+        if info.certificate_path and info.private_key_path:
+            context.load_cert_chain(str(info.certificate_path), str(info.private_key_path))
+        return context
+
+    def _headers(self) -> dict[str, str]:
+        info = self._info
+        if info.token:
+            return {"Authorization": f"{info.scheme or 'Bearer'} {info.token}"}
+        return {}
+
+    async def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(ssl=self._ssl(), limit=16)
+            auth = aiohttp.BasicAuth(self._info.username, self._info.password or "") if self._info.username else None
+            self._session = aiohttp.ClientSession(connector=connector, headers=self._headers(), auth=auth,
+                                                  timeout=aiohttp.ClientTimeout(total=30))
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def request(
+        self, method: str, path: str, *, body: Any = None, content_type: str = "application/json",
+        params: dict[str, str] | None = None, what: str = "",
+    ) -> Any:
+        what = what or f"{method} {path}"
+        delays = backoffs()
+        for attempt in range(len(delays) + 1):
+            try:
+                session = await self.session()
+                data = json.dumps(body) if body is not None else None
+                async with session.request(method, self.server + path, data=data, params=params,
+                                           headers={"Content-Type": content_type}) as response:
+                    text = await response.text()
+                    payload = json.loads(text) if text else None
+                    if response.status < 400:
+                        return payload
+                    if response.status in (409, 422):
+                        raise Conflict(response.status, payload, what)
+                    retryable = response.status == 429 or response.status >= 500
+                    if not retryable or attempt == len(delays):
+                        raise ApiError(response.status, payload, what)
+                    delay = delays[attempt]
+                    retry_after = response.headers.get("Retry-After", "")
+                    if retry_after.isdigit():
+                        delay = max(delay, float(retry_after))
+            except (aiohttp.ClientConnectionError, TimeoutError, json.JSONDecodeError):
+                if attempt == len(delays):
+                    raise
+                delay = delays[attempt]
+            await self._sleep(delay)
+        raise AssertionError("unreachable")
+
+    # ----- conveniences -----
+    async def get(self, path: str, **params: str) -> Any:
+        return await self.request("GET", path, params=params or None)
+
+    async def list_all(self, path: str, **params: str) -> list[dict[str, Any]]:
+        """A paginated LIST (limit/continue)."""
+        items: list[dict[str, Any]] = []
+        query = {"limit": "500", **params}
+        while True:
+            page = await self.request("GET", path, params=query)
+            items.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+            query = {**query, "continue": token}
+
+    async def create(self, path: str, body: dict[str, Any]) -> Any:
+        return await self.request("POST", path, body=body)
+
+    async def merge_patch(self, path: str, patch: dict[str, Any]) -> Any:
+        return await self.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+
+    async def json_patch(self, path: str, ops: list[dict[str, Any]]) -> Any:
+        return await self.request("PATCH", path, body=ops, content_type=JSON_PATCH)

@@ -1,0 +1,104 @@
+"""``draledger run``: wire the runtime, the writer, the probes and Kopf together, and run until stopped.
+
+The operator never exits on API errors: writes retry on the next cycle, watches retry forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import kopf
+import structlog
+
+from draledger import handlers, probes
+from draledger.config import OperatorConfig
+from draledger.kubeapi import KubeApi
+from draledger.metrics import Metrics
+from draledger.runtime import Runtime
+from draledger.watching import HOOKS
+from draledger.writing import Writer
+
+log = structlog.get_logger("draledger")
+
+
+def connection_info(config: OperatorConfig) -> kopf.ConnectionInfo:
+    if config.server:
+        return kopf.ConnectionInfo(server=config.server, insecure=config.server.startswith("http://") or None)
+    settings = kopf.OperatorSettings()
+    info = kopf.login_with_service_account(settings=settings) or kopf.login_with_kubeconfig(settings=settings)
+    if info is None:
+        raise SystemExit("no Kubernetes credentials: not in a cluster, no KUBECONFIG, and no --server")
+    return info
+
+
+class Operator:
+    """One operator instance; ``run()`` returns when ``stop`` is set."""
+
+    def __init__(self, config: OperatorConfig, stop: asyncio.Event | None = None) -> None:
+        self.config = config
+        self.stop = stop or asyncio.Event()
+        self.metrics = Metrics()
+        self.runtime = Runtime(config, self.metrics, asyncio.get_running_loop().time)
+        self.api = KubeApi(connection_info(config))
+        self.writer = Writer(self.runtime, self.api)
+        self.port = 0
+        self._writer_task: asyncio.Task[Any] | None = None
+        self.metrics.watch_mapping_ages(self._mapping_ages)
+
+    def _mapping_ages(self) -> list[tuple[str, float]]:
+        now = self.runtime.clock()
+        return [(n, now - s.mapping_changed_at) for n, s in self.runtime.stored.items() if s.exists]
+
+    def alive(self) -> bool:
+        return self._writer_task is not None and not self._writer_task.done()
+
+    async def _freshness(self) -> None:
+        while True:
+            await asyncio.sleep(min(1.0, self.config.freshness_window / 4))
+            self.runtime.check_freshness()
+
+    async def _start_writing(self) -> None:
+        while True:
+            try:
+                await self.writer.load_stored()
+                await self.writer.mark_rebuilding()
+                return
+            except Exception as error:  # the API may not be up yet: keep trying, never exit
+                log.warning("cannot read stored ledgers yet; retrying", error=str(error))
+                await asyncio.sleep(2.0)
+
+    async def run(self) -> None:
+        registry = kopf.OperatorRegistry()
+        info = self.api._info  # noqa: SLF001 - the same credentials for Kopf and our own writes
+        handlers.register(registry, self.runtime, info)
+        app = probes.application(self.metrics, self.alive, self.runtime.rebuilt.is_set)
+        runner, self.port = await probes.serve(app, self.config.metrics_host, self.config.metrics_port)
+        log.info("draledger operator starting", metrics_port=self.port, pod_status=self.config.pod_status,
+                 node_selector=self.config.node_selector or "<all>")
+        tasks: list[asyncio.Task[Any]] = []
+        try:
+            with HOOKS.observing(self.runtime):
+                await self._start_writing()
+                self._writer_task = asyncio.create_task(self.writer.run(), name="draledger-writer")
+                tasks = [self._writer_task, asyncio.create_task(self._freshness(), name="draledger-freshness")]
+                await kopf.operator(
+                    registry=registry,
+                    settings=handlers.settings_for(self.runtime),
+                    clusterwide=True,
+                    standalone=True,
+                    stop_flag=self.stop,
+                )
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            await runner.cleanup()
+            await self.api.close()
+
+
+async def run_operator(config: OperatorConfig) -> None:
+    await Operator(config).run()

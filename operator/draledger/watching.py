@@ -1,0 +1,147 @@
+"""Watch-stream observation: when each initial LIST is complete, and whether each stream is alive.
+
+Kopf gives ``on.event`` handlers no "listing is over" signal (only its ``@kopf.index`` barrier, which costs
+O(n²) on large clusters), and no view of stream health. So this module wraps three functions of Kopf's
+watching layer, pinned to kopf==1.45.2 (a test fails loudly if they move):
+
+* ``watching.infinite_watch``: sees every raw event before Kopf queues it. Initial-list events
+  (``type: None``) are recorded by UID, ``Bookmark.LISTED`` closes the listing. A relist after a broken
+  watch (410 Gone) is recorded the same way, so that objects deleted during the gap can be forgotten.
+* ``watching.watch_objs``: an ``ERROR`` event or an exception marks the stream broken.
+* ``api.request``: a successful LIST or WATCH request for a resource is contact with the server; with a
+  server-side watch timeout, a healthy but quiet stream makes contact every ``watch_timeout`` seconds.
+
+Rules: the wrappers only observe; they never drop, reorder or alter an event. Observers are called
+synchronously and must be cheap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kopf._cogs.clients import api as kopf_api
+from kopf._cogs.clients import watching as kopf_watching
+
+KINDS = ("nodes", "pods", "resourceslices", "resourceclaims")
+
+
+class Observer(Protocol):
+    def listed_object(self, kind: str, uid: str) -> None: ...
+    def listing_done(self, kind: str) -> None: ...
+    def contact(self, kind: str) -> None: ...
+    def broken(self, kind: str, reason: str) -> None: ...
+
+
+def kind_of_url(url: str) -> str | None:
+    path = url.split("?", 1)[0].rstrip("/")
+    for kind in (*KINDS, "nodeallocatableledgers"):
+        if path.endswith("/" + kind):
+            return kind
+    return None
+
+
+@dataclass
+class Hooks:
+    """Installs the wrappers once per process and fans observations out to registered observers."""
+
+    observers: list[Observer] = field(default_factory=list)
+    installed: bool = False
+
+    def _each(self, call: Callable[[Observer], None]) -> None:
+        for observer in list(self.observers):
+            call(observer)
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        original_infinite = kopf_watching.infinite_watch
+        original_watch = kopf_watching.watch_objs
+        original_request = kopf_api.request
+        hooks = self
+
+        async def infinite_watch(*, resource: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            kind = resource.plural
+            async for event in original_infinite(resource=resource, **kwargs):
+                if event is kopf_watching.Bookmark.LISTED:
+                    hooks._each(lambda o: o.listing_done(kind))
+                elif isinstance(event, dict):
+                    if event.get("type") is None:
+                        uid = (event.get("object") or {}).get("metadata", {}).get("uid", "")
+                        hooks._each(lambda o: o.listed_object(kind, uid))
+                    else:
+                        hooks._each(lambda o: o.contact(kind))
+                yield event
+
+        async def watch_objs(*, resource: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            kind = resource.plural
+            try:
+                async for event in original_watch(resource=resource, **kwargs):
+                    if isinstance(event, dict) and event.get("type") == "ERROR":
+                        code = (event.get("object") or {}).get("code")
+                        hooks._each(lambda o: o.broken(kind, f"watch error {code}"))
+                    yield event
+            except Exception as error:
+                hooks._each(lambda o: o.broken(kind, f"watch failed: {type(error).__name__}"))
+                raise
+
+        async def request(*args: Any, **kwargs: Any) -> Any:
+            url = str(kwargs.get("url", args[1] if len(args) > 1 else ""))
+            kind = kind_of_url(url)
+            try:
+                response = await original_request(*args, **kwargs)
+            except Exception as error:
+                if kind:
+                    hooks._each(lambda o: o.broken(kind, f"request failed: {type(error).__name__}"))
+                raise
+            if kind and getattr(response, "status", 500) < 400:
+                hooks._each(lambda o: o.contact(kind))
+            return response
+
+        kopf_watching.infinite_watch = infinite_watch  # type: ignore[assignment]
+        kopf_watching.watch_objs = watch_objs  # type: ignore[assignment]
+        kopf_api.request = request  # type: ignore[assignment]
+        self.installed = True
+
+    @contextlib.contextmanager
+    def observing(self, observer: Observer) -> Any:
+        self.install()
+        self.observers.append(observer)
+        try:
+            yield
+        finally:
+            self.observers.remove(observer)
+
+
+HOOKS = Hooks()
+
+
+@dataclass
+class StreamHealth:
+    """Pure bookkeeping of one kind's stream: times are passed in, never read here."""
+
+    last_contact: float | None = None
+    broken_since: float | None = None
+    broken_reason: str = ""
+    restarts: int = 0
+
+    def contact(self, now: float) -> None:
+        self.last_contact = now
+        self.broken_since = None
+        self.broken_reason = ""
+
+    def broken(self, now: float, reason: str) -> None:
+        if self.broken_since is None:
+            self.broken_since = now
+            self.restarts += 1
+        self.broken_reason = reason
+
+    def stale_reason(self, kind: str, now: float, window: float) -> str:
+        """Why this stream's data may be older than the window ("" when it is fresh)."""
+        if self.broken_since is not None and now - self.broken_since > window:
+            return f"the {kind} watch has been broken for {now - self.broken_since:.0f}s ({self.broken_reason})"
+        if self.last_contact is not None and now - self.last_contact > window:
+            return f"no contact with the {kind} watch for {now - self.last_contact:.0f}s"
+        return ""

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from draledger.accounting.ledger import PHASES, Ledger
 from draledger.quantities import Quantity
 
+disable_created_metrics()  # *_created series only double the scrape size
 FIGURES = ("allocatable", "requested", "free", "claims", "divergence")
 
 
@@ -60,6 +61,16 @@ class Metrics:
                                        "status.nodeAllocatableResourceClaimStatuses (gate off)", registry=r)
         self.divergent_claims = Gauge("draledger_divergent_claims", "Claims whose ledger charge differs from "
                                       "what the scheduler charged", ["node"], registry=r)
+        self.phase = Gauge("draledger_ledger_phase", "1 for the node's current ledger phase", ["node", "phase"],
+                           registry=r)
+        self.gated = Gauge("draledger_gated_pods", "Pods held by the draledger.dev/ledger-ready gate, by reason",
+                           ["reason"], registry=r)
+        self.gated_oldest = Gauge("draledger_gated_pod_oldest_seconds", "Age of the oldest pod still held by the "
+                                  "gate", registry=r)
+        self.gate_releases = Counter("draledger_gate_releases", "Gates removed (pods released to the scheduler)",
+                                     registry=r)
+        self.frozen = Gauge("draledger_frozen", "1 when admission of new claim pods is frozen cluster-wide",
+                            registry=r)
         for phase in PHASES:
             self.ledgers.labels(phase).set(0)
 
@@ -76,6 +87,10 @@ class Metrics:
         self.numa_spanning.labels(node).set(sum(len(c.zones) > 1 for c in ledger.claims))
         self.divergent_claims.labels(node).set(sum(c.resources != c.scheduler_charged for c in ledger.claims))
 
+    def set_phase(self, node: str, phase: str) -> None:
+        for name in PHASES:
+            self.phase.labels(node, name).set(1 if name == phase else 0)
+
     def count_phases(self, phases: Iterable[str]) -> None:
         counts = dict.fromkeys(PHASES, 0)
         for phase in phases:
@@ -87,6 +102,11 @@ class Metrics:
         for gauge in (self.shared_claims, self.numa_spanning, self.divergent_claims):
             try:
                 gauge.remove(node)
+            except KeyError:
+                pass
+        for phase in PHASES:
+            try:
+                self.phase.remove(node, phase)
             except KeyError:
                 pass
         for labels in list(self.resource._metrics):  # noqa: SLF001 - prometheus-client has no public filter

@@ -146,6 +146,7 @@ class Writer:
         stored.ledger_version, stored.mapping_version = status.ledger_version, mapping_version
         stored.fingerprint, stored.content, stored.phase = fingerprint, content, status.phase.value
         stored.conditions = body["conditions"]
+        runtime.metrics.set_phase(node, stored.phase)
         if old_phase != stored.phase:
             reasons = [c.message for c in status.conditions if c.status == "False" and c.type != "PodStatusBackfill"]
             await self._phase_event(node, stored, old_phase, "; ".join(reasons) or "all conditions hold")

@@ -48,18 +48,31 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compute one NodeAllocatableLedger per Node from `kubectl get nodes,pods,resourceslices,"
         "resourceclaims -A -o json` output.",
     )
-    audit.add_argument("-f", "--filename", action="append", required=True, metavar="DUMP",
-                       help="a JSON or YAML kind: List file, or - for standard input (repeatable)")
+    audit.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="DUMP",
+        help="a JSON or YAML kind: List file, or - for standard input (repeatable)",
+    )
     audit.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     audit.add_argument("--numa", action="store_true", help="table: add one row per NUMA zone")
-    audit.add_argument("--numa-attribute", action="append", metavar="NAME",
-                       help="device attribute naming the NUMA zone, in order of preference (repeatable; "
-                       "replaces the default list)")
+    audit.add_argument(
+        "--numa-attribute",
+        action="append",
+        metavar="NAME",
+        help="device attribute naming the NUMA zone, in order of preference (repeatable; "
+        "replaces the default list)",
+    )
     audit.set_defaults(func=_audit)
 
-    run = commands.add_parser("run", help="run the operator: keep one NodeAllocatableLedger per node current",
-                              description="Run the operator against the cluster (in-cluster config, KUBECONFIG, "
-                              "or --server). Every flag also reads a DRALEDGER_* environment variable.")
+    run = commands.add_parser(
+        "run",
+        help="run the operator: keep one NodeAllocatableLedger per node current",
+        description="Run the operator against the cluster (in-cluster config, KUBECONFIG, "
+        "or --server). Every flag also reads a DRALEDGER_* environment variable.",
+    )
     from draledger.config import add_arguments
 
     add_arguments(run)

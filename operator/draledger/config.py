@@ -27,6 +27,12 @@ class OperatorConfig:
     log_level: str = "info"
     watch_timeout: int = 30  # seconds per watch request: a clean reconnect proves the stream is alive
     events: bool = True  # post Kubernetes Events on ledgers for phase changes
+    frozen: bool = False  # cluster-wide freeze: new claim pods stay gated, every ledger is Frozen
+    webhook: bool = False  # serve the mutating admission webhook that adds the gate
+    webhook_host: str = "0.0.0.0"
+    webhook_port: int = 9443
+    webhook_cert_dir: str = "/etc/draledger/tls"  # tls.crt and tls.key, e.g. from a cert-manager Secret
+    gate_exclude_namespaces: tuple[str, ...] = ("kube-system", "draledger-system")
 
 
 def _env(name: str, default: str) -> str:
@@ -35,32 +41,98 @@ def _env(name: str, default: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = OperatorConfig()
-    parser.add_argument("--coalesce-window", type=float, default=float(_env("coalesce-window", str(d.coalesce_window))),
-                        help="seconds to coalesce a node's events into one write (env DRALEDGER_COALESCE_WINDOW)")
-    parser.add_argument("--freshness-window", type=float,
-                        default=float(_env("freshness-window", str(d.freshness_window))),
-                        help="seconds a broken watch is tolerated before nodes turn Stale")
-    parser.add_argument("--pod-status", choices=POD_STATUS_MODES, default=_env("pod-status", d.pod_status),
-                        help="backfill: write missing status.nodeAllocatableResourceClaimStatuses; observe: only report")
-    parser.add_argument("--status-shape", choices=STATUS_SHAPES, default=_env("status-shape", d.status_shape),
-                        help="pod status shape to write: v1.36 (resources), v1.37 (mapping/overhead), or auto")
+    parser.add_argument(
+        "--coalesce-window",
+        type=float,
+        default=float(_env("coalesce-window", str(d.coalesce_window))),
+        help="seconds to coalesce a node's events into one write (env DRALEDGER_COALESCE_WINDOW)",
+    )
+    parser.add_argument(
+        "--freshness-window",
+        type=float,
+        default=float(_env("freshness-window", str(d.freshness_window))),
+        help="seconds a broken watch is tolerated before nodes turn Stale",
+    )
+    parser.add_argument(
+        "--pod-status",
+        choices=POD_STATUS_MODES,
+        default=_env("pod-status", d.pod_status),
+        help="backfill: write missing status.nodeAllocatableResourceClaimStatuses; observe: only report",
+    )
+    parser.add_argument(
+        "--status-shape",
+        choices=STATUS_SHAPES,
+        default=_env("status-shape", d.status_shape),
+        help="pod status shape to write: v1.36 (resources), v1.37 (mapping/overhead), or auto",
+    )
     parser.add_argument("--metrics-host", default=_env("metrics-host", d.metrics_host))
-    parser.add_argument("--metrics-port", type=int, default=int(_env("metrics-port", str(d.metrics_port))),
-                        help="port of /metrics, /healthz and /readyz (0: pick a free one)")
-    parser.add_argument("--numa-attribute", action="append", metavar="NAME",
-                        help="device attribute naming the NUMA zone (repeatable; replaces the default list)")
-    parser.add_argument("--node-selector", default=_env("node-selector", d.node_selector),
-                        help="label selector of the nodes that get ledgers, e.g. draledger.dev/canary=true")
-    parser.add_argument("--server", default=_env("server", d.server),
-                        help="API server URL (default: in-cluster config, then KUBECONFIG)")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=int(_env("metrics-port", str(d.metrics_port))),
+        help="port of /metrics, /healthz and /readyz (0: pick a free one)",
+    )
+    parser.add_argument(
+        "--numa-attribute",
+        action="append",
+        metavar="NAME",
+        help="device attribute naming the NUMA zone (repeatable; replaces the default list)",
+    )
+    parser.add_argument(
+        "--node-selector",
+        default=_env("node-selector", d.node_selector),
+        help="label selector of the nodes that get ledgers, e.g. draledger.dev/canary=true",
+    )
+    parser.add_argument(
+        "--server",
+        default=_env("server", d.server),
+        help="API server URL (default: in-cluster config, then KUBECONFIG)",
+    )
     parser.add_argument("--log-format", choices=("json", "console"), default=_env("log-format", d.log_format))
-    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
-                        default=_env("log-level", d.log_level))
-    parser.add_argument("--watch-timeout", type=int, default=int(_env("watch-timeout", str(d.watch_timeout))),
-                        help="seconds per watch request (server-side timeout)")
-    parser.add_argument("--no-events", dest="events", action="store_false",
-                        default=_env("events", "true").lower() not in ("0", "false", "no"),
-                        help="do not post Kubernetes Events on ledgers")
+    parser.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), default=_env("log-level", d.log_level)
+    )
+    parser.add_argument(
+        "--watch-timeout",
+        type=int,
+        default=int(_env("watch-timeout", str(d.watch_timeout))),
+        help="seconds per watch request (server-side timeout)",
+    )
+    parser.add_argument(
+        "--no-events",
+        dest="events",
+        action="store_false",
+        default=_env("events", "true").lower() not in ("0", "false", "no"),
+        help="do not post Kubernetes Events on ledgers",
+    )
+
+    def flag(name: str, default: bool) -> bool:
+        return _env(name, str(default)).lower() in ("1", "true", "yes", "on")
+
+    parser.add_argument(
+        "--frozen",
+        action=argparse.BooleanOptionalAction,
+        default=flag("frozen", d.frozen),
+        help="freeze admission cluster-wide: new claim pods stay gated (env DRALEDGER_FROZEN)",
+    )
+    parser.add_argument(
+        "--webhook",
+        action=argparse.BooleanOptionalAction,
+        default=flag("webhook", d.webhook),
+        help="serve the mutating admission webhook that adds the scheduling gate",
+    )
+    parser.add_argument("--webhook-host", default=_env("webhook-host", d.webhook_host))
+    parser.add_argument("--webhook-port", type=int, default=int(_env("webhook-port", str(d.webhook_port))))
+    parser.add_argument(
+        "--webhook-cert-dir",
+        default=_env("webhook-cert-dir", d.webhook_cert_dir),
+        help="directory with tls.crt and tls.key (re-read when they change)",
+    )
+    parser.add_argument(
+        "--gate-exclude-namespaces",
+        default=_env("gate-exclude-namespaces", ",".join(d.gate_exclude_namespaces)),
+        help="comma-separated namespaces never gated",
+    )
 
 
 def from_args(args: argparse.Namespace) -> OperatorConfig:
@@ -79,4 +151,12 @@ def from_args(args: argparse.Namespace) -> OperatorConfig:
         log_level=args.log_level,
         watch_timeout=args.watch_timeout,
         events=args.events,
+        frozen=args.frozen,
+        webhook=args.webhook,
+        webhook_host=args.webhook_host,
+        webhook_port=args.webhook_port,
+        webhook_cert_dir=args.webhook_cert_dir,
+        gate_exclude_namespaces=tuple(
+            n.strip() for n in args.gate_exclude_namespaces.split(",") if n.strip()
+        ),
     )

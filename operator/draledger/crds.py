@@ -20,8 +20,12 @@ PRINTER_COLUMNS = [
     {"name": "Mem Req", "type": "string", "jsonPath": ".status.resources.memory.requested"},
     {"name": "Mem Alloc", "type": "string", "jsonPath": ".status.resources.memory.allocatable"},
     {"name": "Claims", "type": "integer", "jsonPath": ".status.claimCount"},
-    {"name": "Mapping", "type": "integer", "jsonPath": ".status.mappingVersion",
-     "description": "monotonic version of the node's device mappings"},
+    {
+        "name": "Mapping",
+        "type": "integer",
+        "jsonPath": ".status.mappingVersion",
+        "description": "monotonic version of the node's device mappings",
+    },
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 _DROP = frozenset({"title", "default"})

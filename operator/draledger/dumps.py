@@ -24,7 +24,9 @@ from draledger.views import Problem, read_claim, read_node, read_pod, read_slice
 from draledger.views.problems import ObjectRef
 
 READERS = {"Node": "node", "Pod": "pod", "ResourceSlice": "slice", "ResourceClaim": "claim"}
-IGNORED_KINDS = frozenset({"DeviceClass", "ResourceClaimTemplate", "Namespace", "Event", "NodeAllocatableLedger"})
+IGNORED_KINDS = frozenset(
+    {"DeviceClass", "ResourceClaimTemplate", "Namespace", "Event", "NodeAllocatableLedger"}
+)
 
 
 class DumpError(Exception):
@@ -81,8 +83,13 @@ def load_items(items: Iterable[Any], source: str, loaded: Loaded) -> None:
     for index, item in enumerate(items):
         where = f"{source}: items[{index}]"
         if not isinstance(item, dict):
-            loaded.problems.append(Problem("MalformedItem", f"{where} is not an object ({type(item).__name__})",
-                                           value=repr(item)[:80]))
+            loaded.problems.append(
+                Problem(
+                    "MalformedItem",
+                    f"{where} is not an object ({type(item).__name__})",
+                    value=repr(item)[:80],
+                )
+            )
             continue
         kind = item.get("kind")
         reader = READERS.get(kind) if isinstance(kind, str) else None
@@ -101,8 +108,9 @@ def load_items(items: Iterable[Any], source: str, loaded: Loaded) -> None:
             try:
                 state.upsert_slice(view)
             except GenerationRegression as error:
-                loaded.problems.append(Problem("GenerationRegression", str(error),
-                                               ObjectRef("ResourceSlice", view.name)))
+                loaded.problems.append(
+                    Problem("GenerationRegression", str(error), ObjectRef("ResourceSlice", view.name))
+                )
 
 
 def load_paths(paths: Iterable[str]) -> Loaded:
@@ -123,7 +131,13 @@ def all_problems(loaded: Loaded) -> list[Problem]:
             out.extend(view.problems)
     for pod in state.pods.values():
         if pod.counted and pod.node_name not in state.nodes:
-            out.append(Problem("UnknownNode", f"bound to node {pod.node_name!r}, which is not in the input; "
-                               "not counted in any ledger", ObjectRef("Pod", pod.name, pod.namespace), "spec.nodeName",
-                               pod.node_name))
+            out.append(
+                Problem(
+                    "UnknownNode",
+                    f"bound to node {pod.node_name!r}, which is not in the input; not counted in any ledger",
+                    ObjectRef("Pod", pod.name, pod.namespace),
+                    "spec.nodeName",
+                    pod.node_name,
+                )
+            )
     return out

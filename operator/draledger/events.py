@@ -18,7 +18,12 @@ def event_body(node: str, uid: str, old: str, new: str, message: str, now: str) 
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"generateName": f"{node}.", "namespace": "default"},
-        "involvedObject": {"apiVersion": API_VERSION, "kind": KIND, "name": node, **({"uid": uid} if uid else {})},
+        "involvedObject": {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "name": node,
+            **({"uid": uid} if uid else {}),
+        },
         "reason": new,
         "message": (f"{old or 'new'} -> {new}: {message}")[:1024],
         "type": "Warning" if new in WARNING_PHASES else "Normal",
@@ -33,7 +38,9 @@ def event_body(node: str, uid: str, old: str, new: str, message: str, now: str) 
 
 async def post(api: KubeApi, node: str, uid: str, old: str, new: str, message: str, metrics: Metrics) -> None:
     try:
-        await api.create("/api/v1/namespaces/default/events", event_body(node, uid, old, new, message, now_rfc3339()))
+        await api.create(
+            "/api/v1/namespaces/default/events", event_body(node, uid, old, new, message, now_rfc3339())
+        )
         metrics.writes.labels("event").inc()
     except ApiError as error:  # events are best-effort: never block a ledger on them
         metrics.write_failures.labels("event", str(error.status)).inc()

@@ -11,6 +11,7 @@ from typing import Any
 
 import kopf
 
+from draledger.gating import register_webhook
 from draledger.ledgers import GROUP, PLURAL, VERSION
 from draledger.runtime import Runtime
 
@@ -28,16 +29,21 @@ def register(registry: kopf.OperatorRegistry, runtime: Runtime, info: kopf.Conne
         return info
 
     for kind, selector in WATCHED:
+
         def translate(kind: str = kind) -> Any:
-            async def handler(event: dict[str, Any], **_: Any) -> None:
+            async def handler(event: Any, **_: Any) -> None:
                 runtime.event(kind, event.get("type"), event.get("object") or {})
+
             handler.__name__ = f"{kind}_event"
             return handler
 
         kopf.on.event(*selector, registry=registry, id=f"{kind}-event")(translate())
 
+    if runtime.config.webhook:
+        register_webhook(registry, frozenset(runtime.config.gate_exclude_namespaces))
+
     @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry, id="ledger-event")
-    async def ledger_event(event: dict[str, Any], **_: Any) -> None:
+    async def ledger_event(event: Any, **_: Any) -> None:
         runtime.ledger_event(event.get("type"), event.get("object") or {})
 
 
@@ -61,9 +67,19 @@ def settings_for(runtime: Runtime) -> kopf.OperatorSettings:
     settings.watching.server_timeout = config.watch_timeout
     settings.watching.client_timeout = config.watch_timeout + 15
     settings.watching.connect_timeout = 10
-    settings.watching.reconnect_backoff = 1.0
-    settings.networking.error_backoffs = InfiniteBackoffs()  # type: ignore[assignment]
+    settings.watching.reconnect_backoff = 0.5
+    settings.networking.error_backoffs = InfiniteBackoffs()
     settings.watching.field_selectors["v1", "pods"] = "status.phase!=Succeeded,status.phase!=Failed"
     if config.node_selector:
         settings.watching.label_selectors["v1", "nodes"] = config.node_selector
+    if config.webhook:
+        cert_dir = config.webhook_cert_dir.rstrip("/")
+        settings.admission.server = kopf.WebhookServer(
+            addr=config.webhook_host,
+            port=config.webhook_port,
+            path=None,
+            certfile=f"{cert_dir}/tls.crt",
+            pkeyfile=f"{cert_dir}/tls.key",
+            file_check_interval=30.0,  # cert-manager rotates the Secret; the server restarts on change
+        )
     return settings

@@ -39,7 +39,9 @@ def backoffs(base: float = 0.2, cap: float = 10.0, attempts: int = 8) -> list[fl
 
 
 class KubeApi:
-    def __init__(self, info: kopf.ConnectionInfo, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+    def __init__(
+        self, info: kopf.ConnectionInfo, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    ) -> None:
         self.server = info.server.rstrip("/")
         self._info = info
         self._sleep = sleep
@@ -51,7 +53,7 @@ class KubeApi:
             return False
         if info.insecure:
             return False
-        context = ssl.create_default_context(cafile=info.ca_path and str(info.ca_path))  # type: ignore[arg-type]
+        context = ssl.create_default_context(cafile=info.ca_path and str(info.ca_path))
         if info.ca_data:
             data = info.ca_data.decode() if isinstance(info.ca_data, bytes) else info.ca_data
             context.load_verify_locations(cadata=data)
@@ -68,9 +70,17 @@ class KubeApi:
     async def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(ssl=self._ssl(), limit=16)
-            auth = aiohttp.BasicAuth(self._info.username, self._info.password or "") if self._info.username else None
-            self._session = aiohttp.ClientSession(connector=connector, headers=self._headers(), auth=auth,
-                                                  timeout=aiohttp.ClientTimeout(total=30))
+            auth = (
+                aiohttp.BasicAuth(self._info.username, self._info.password or "")
+                if self._info.username
+                else None
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers=self._headers(),
+                auth=auth,
+                timeout=aiohttp.ClientTimeout(total=30),
+            )
         return self._session
 
     async def close(self) -> None:
@@ -78,8 +88,14 @@ class KubeApi:
             await self._session.close()
 
     async def request(
-        self, method: str, path: str, *, body: Any = None, content_type: str = "application/json",
-        params: dict[str, str] | None = None, what: str = "",
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = "application/json",
+        params: dict[str, str] | None = None,
+        what: str = "",
     ) -> Any:
         what = what or f"{method} {path}"
         delays = backoffs()
@@ -87,8 +103,13 @@ class KubeApi:
             try:
                 session = await self.session()
                 data = json.dumps(body) if body is not None else None
-                async with session.request(method, self.server + path, data=data, params=params,
-                                           headers={"Content-Type": content_type}) as response:
+                async with session.request(
+                    method,
+                    self.server + path,
+                    data=data,
+                    params=params,
+                    headers={"Content-Type": content_type},
+                ) as response:
                     text = await response.text()
                     payload = json.loads(text) if text else None
                     if response.status < 400:

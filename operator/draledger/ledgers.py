@@ -10,7 +10,7 @@ Rules:
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,12 +25,10 @@ API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "NodeAllocatableLedger"
 PLURAL = "nodeallocatableledgers"
 SHORT_NAME = "nal"
-QUANTITY_PATTERN = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
+QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 
 
-def Qty(description: str) -> Any:  # noqa: N802 - reads like a type in the models below
+def Qty(description: str) -> Any:
     return Field(description=description, pattern=QUANTITY_PATTERN)
 
 
@@ -38,7 +36,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid")
 
 
-class Phase(str, Enum):
+class Phase(StrEnum):
     REBUILDING = "Rebuilding"
     FROZEN = "Frozen"
     STALE = "Stale"
@@ -118,7 +116,9 @@ class NodeAllocatableLedgerStatus(_Model):
 
 
 class NodeAllocatableLedgerSpec(_Model):
-    frozen: bool = Field(False, description="new claim-using pods stay gated for this node; bound pods are untouched")
+    frozen: bool = Field(
+        False, description="new claim-using pods stay gated for this node; bound pods are untouched"
+    )
     reason: str | None = Field(None, description="why the node is frozen (shown in events)")
 
 
@@ -144,8 +144,15 @@ def stamp_conditions(
     for cond in conditions:
         old = before.get(cond.type)
         since = old.get("lastTransitionTime") if old and old.get("status") == cond.status else None
-        out.append(LedgerCondition(type=cond.type, status=cond.status, reason=cond.reason,
-                                   message=cond.message, last_transition_time=since or now))
+        out.append(
+            LedgerCondition(
+                type=cond.type,
+                status=cond.status,
+                reason=cond.reason,
+                message=cond.message,
+                last_transition_time=since or now,
+            )
+        )
     return out
 
 
@@ -177,8 +184,13 @@ def status_of(
             for name, line in ledger.resources.items()
         },
         numa_zones=[
-            NumaZone(id=zone, resources={r: ZoneFigures(capacity=str(z.capacity), claims=str(z.claims),
-                                                        free=str(z.free)) for r, z in lines.items()})
+            NumaZone(
+                id=zone,
+                resources={
+                    r: ZoneFigures(capacity=str(z.capacity), claims=str(z.claims), free=str(z.free))
+                    for r, z in lines.items()
+                },
+            )
             for zone, lines in ledger.zones.items()
         ],
         claims=[
@@ -187,8 +199,10 @@ def status_of(
                 name=c.name,
                 uid=c.uid,
                 pods=list(c.pods),
-                devices=[ClaimDevice(driver=d.driver, pool=d.pool, device=d.device, numa_zone=d.zone)
-                         for d in c.devices],
+                devices=[
+                    ClaimDevice(driver=d.driver, pool=d.pool, device=d.device, numa_zone=d.zone)
+                    for d in c.devices
+                ],
                 resources={r: str(q) for r, q in sorted(c.resources.items())},
                 scheduler_charged={r: str(q) for r, q in sorted(c.scheduler_charged.items())},
                 problems=list(c.problems),
@@ -213,7 +227,9 @@ def ledger_object(
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": metadata,
-        "spec": (spec or NodeAllocatableLedgerSpec()).model_dump(by_alias=True, exclude_none=True),
+        "spec": (spec or NodeAllocatableLedgerSpec(frozen=False, reason=None)).model_dump(
+            by_alias=True, exclude_none=True
+        ),
         "status": status_json(status),
     }
 

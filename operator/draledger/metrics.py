@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
@@ -11,7 +12,7 @@ from prometheus_client.registry import Collector
 from draledger.accounting.ledger import PHASES, Ledger
 from draledger.quantities import Quantity
 
-disable_created_metrics()  # *_created series only double the scrape size
+disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series only double the scrape size
 FIGURES = ("allocatable", "requested", "free", "claims", "divergence")
 
 
@@ -25,8 +26,11 @@ class _MappingAge(Collector):
         self._ages = ages
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
-        family = GaugeMetricFamily("draledger_mapping_age_seconds",
-                                   "Seconds since the node's mappingVersion last changed", labels=["node"])
+        family = GaugeMetricFamily(
+            "draledger_mapping_age_seconds",
+            "Seconds since the node's mappingVersion last changed",
+            labels=["node"],
+        )
         for node, age in self._ages():
             family.add_metric([node], age)
         yield family
@@ -36,41 +40,78 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.resource = Gauge("draledger_node_resource", "Ledger figures per node and resource, in base units "
-                              "(cores, bytes)", ["node", "resource", "figure"], registry=r)
+        self.resource = Gauge(
+            "draledger_node_resource",
+            "Ledger figures per node and resource, in base units (cores, bytes)",
+            ["node", "resource", "figure"],
+            registry=r,
+        )
         self.ledgers = Gauge("draledger_ledgers", "Ledgers by phase", ["phase"], registry=r)
-        self.slice_regressions = Counter("draledger_slice_generation_regressions",
-                                         "ResourceSlice updates rejected for an older pool generation", registry=r)
-        self.shared_claims = Gauge("draledger_shared_claims", "Claims consumed by several counted pods "
-                                   "(SharedAcrossPods)", ["node"], registry=r)
-        self.numa_spanning = Gauge("draledger_numa_spanning_claims", "Claims whose devices span NUMA zones",
-                                   ["node"], registry=r)
-        self.watch_restarts = Counter("draledger_watch_restarts", "Relists after a broken watch", ["kind"],
-                                      registry=r)
-        self.rebuild_seconds = Gauge("draledger_rebuild_duration_seconds", "Time from start to rebuilt ledgers",
-                                     registry=r)
-        self.events = Counter("draledger_events_processed", "Watch events applied to the state", ["kind"],
-                              registry=r)
+        self.slice_regressions = Counter(
+            "draledger_slice_generation_regressions",
+            "ResourceSlice updates rejected for an older pool generation",
+            registry=r,
+        )
+        self.shared_claims = Gauge(
+            "draledger_shared_claims",
+            "Claims consumed by several counted pods (SharedAcrossPods)",
+            ["node"],
+            registry=r,
+        )
+        self.numa_spanning = Gauge(
+            "draledger_numa_spanning_claims", "Claims whose devices span NUMA zones", ["node"], registry=r
+        )
+        self.watch_restarts = Counter(
+            "draledger_watch_restarts", "Relists after a broken watch", ["kind"], registry=r
+        )
+        self.rebuild_seconds = Gauge(
+            "draledger_rebuild_duration_seconds", "Time from start to rebuilt ledgers", registry=r
+        )
+        self.events = Counter(
+            "draledger_events_processed", "Watch events applied to the state", ["kind"], registry=r
+        )
         self.writes = Counter("draledger_status_writes", "API writes by target", ["target"], registry=r)
-        self.write_failures = Counter("draledger_status_write_failures", "Failed API writes by target and code",
-                                      ["target", "code"], registry=r)
-        self.write_latency = Histogram("draledger_write_latency_seconds", "From a node turning dirty to its "
-                                       "ledger write completing", registry=r,
-                                       buckets=(0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10))
-        self.backfill_disabled = Gauge("draledger_pod_status_backfill_disabled", "1 when the API server drops "
-                                       "status.nodeAllocatableResourceClaimStatuses (gate off)", registry=r)
-        self.divergent_claims = Gauge("draledger_divergent_claims", "Claims whose ledger charge differs from "
-                                      "what the scheduler charged", ["node"], registry=r)
-        self.phase = Gauge("draledger_ledger_phase", "1 for the node's current ledger phase", ["node", "phase"],
-                           registry=r)
-        self.gated = Gauge("draledger_gated_pods", "Pods held by the draledger.dev/ledger-ready gate, by reason",
-                           ["reason"], registry=r)
-        self.gated_oldest = Gauge("draledger_gated_pod_oldest_seconds", "Age of the oldest pod still held by the "
-                                  "gate", registry=r)
-        self.gate_releases = Counter("draledger_gate_releases", "Gates removed (pods released to the scheduler)",
-                                     registry=r)
-        self.frozen = Gauge("draledger_frozen", "1 when admission of new claim pods is frozen cluster-wide",
-                            registry=r)
+        self.write_failures = Counter(
+            "draledger_status_write_failures",
+            "Failed API writes by target and code",
+            ["target", "code"],
+            registry=r,
+        )
+        self.write_latency = Histogram(
+            "draledger_write_latency_seconds",
+            "From a node turning dirty to its ledger write completing",
+            registry=r,
+            buckets=(0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10),
+        )
+        self.backfill_disabled = Gauge(
+            "draledger_pod_status_backfill_disabled",
+            "1 when the API server drops status.nodeAllocatableResourceClaimStatuses (gate off)",
+            registry=r,
+        )
+        self.divergent_claims = Gauge(
+            "draledger_divergent_claims",
+            "Claims whose ledger charge differs from what the scheduler charged",
+            ["node"],
+            registry=r,
+        )
+        self.phase = Gauge(
+            "draledger_ledger_phase", "1 for the node's current ledger phase", ["node", "phase"], registry=r
+        )
+        self.gated = Gauge(
+            "draledger_gated_pods",
+            "Pods held by the draledger.dev/ledger-ready gate, by reason",
+            ["reason"],
+            registry=r,
+        )
+        self.gated_oldest = Gauge(
+            "draledger_gated_pod_oldest_seconds", "Age of the oldest pod still held by the gate", registry=r
+        )
+        self.gate_releases = Counter(
+            "draledger_gate_releases", "Gates removed (pods released to the scheduler)", registry=r
+        )
+        self.frozen = Gauge(
+            "draledger_frozen", "1 when admission of new claim pods is frozen cluster-wide", registry=r
+        )
         for phase in PHASES:
             self.ledgers.labels(phase).set(0)
 
@@ -80,7 +121,13 @@ class Metrics:
     def observe_ledger(self, ledger: Ledger) -> None:
         node = ledger.node_name
         for name, line in ledger.resources.items():
-            values = (line.allocatable, line.requested, line.free, line.claims, line.claims - line.scheduler_charged)
+            values = (
+                line.allocatable,
+                line.requested,
+                line.free,
+                line.claims,
+                line.claims - line.scheduler_charged,
+            )
             for figure, value in zip(FIGURES, values, strict=True):
                 self.resource.labels(node, name, figure).set(_number(value))
         self.shared_claims.labels(node).set(sum("SharedAcrossPods" in c.problems for c in ledger.claims))
@@ -100,15 +147,11 @@ class Metrics:
 
     def forget_node(self, node: str) -> None:
         for gauge in (self.shared_claims, self.numa_spanning, self.divergent_claims):
-            try:
+            with contextlib.suppress(KeyError):
                 gauge.remove(node)
-            except KeyError:
-                pass
         for phase in PHASES:
-            try:
+            with contextlib.suppress(KeyError):
                 self.phase.remove(node, phase)
-            except KeyError:
-                pass
-        for labels in list(self.resource._metrics):  # noqa: SLF001 - prometheus-client has no public filter
+        for labels in list(self.resource._metrics):
             if labels[0] == node:
                 self.resource.remove(*labels)

@@ -33,6 +33,6 @@ async def serve(app: web.Application, host: str, port: int) -> tuple[web.AppRunn
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
-    server = site._server  # noqa: SLF001 - the only way to learn the port chosen for port=0
+    server = site._server
     sockets = getattr(server, "sockets", None) or []
     return runner, (sockets[0].getsockname()[1] if sockets else port)

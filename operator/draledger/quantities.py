@@ -20,7 +20,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
 from enum import Enum
 from typing import Final
 
-__all__ = ["Format", "Quantity", "QuantityError", "ZERO", "parse_quantity"]
+__all__ = ["ZERO", "Format", "Quantity", "QuantityError", "parse_quantity"]
 
 
 class QuantityError(ValueError):

@@ -71,18 +71,25 @@ class Operator:
 
     async def run(self) -> None:
         registry = kopf.OperatorRegistry()
-        info = self.api._info  # noqa: SLF001 - the same credentials for Kopf and our own writes
+        info = self.api._info
         handlers.register(registry, self.runtime, info)
         app = probes.application(self.metrics, self.alive, self.runtime.rebuilt.is_set)
         runner, self.port = await probes.serve(app, self.config.metrics_host, self.config.metrics_port)
-        log.info("draledger operator starting", metrics_port=self.port, pod_status=self.config.pod_status,
-                 node_selector=self.config.node_selector or "<all>")
+        log.info(
+            "draledger operator starting",
+            metrics_port=self.port,
+            pod_status=self.config.pod_status,
+            node_selector=self.config.node_selector or "<all>",
+        )
         tasks: list[asyncio.Task[Any]] = []
         try:
             with HOOKS.observing(self.runtime):
                 await self._start_writing()
                 self._writer_task = asyncio.create_task(self.writer.run(), name="draledger-writer")
-                tasks = [self._writer_task, asyncio.create_task(self._freshness(), name="draledger-freshness")]
+                tasks = [
+                    self._writer_task,
+                    asyncio.create_task(self._freshness(), name="draledger-freshness"),
+                ]
                 await kopf.operator(
                     registry=registry,
                     settings=handlers.settings_for(self.runtime),

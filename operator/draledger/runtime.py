@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 
 from draledger.accounting.ledger import Flags
+from draledger.accounting.release import GATE
 from draledger.config import OperatorConfig
 from draledger.metrics import Metrics
 from draledger.selectors import parse_selector
@@ -63,6 +64,7 @@ class Runtime:
         self._pending: set[tuple[str, str]] = set()  # listed but not yet processed (kind, uid)
         self._uids: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}  # uid -> state key
         self._node_filter = parse_selector(config.node_selector)
+        self.gated: set[tuple[str, str]] = set()  # pods that carry our scheduling gate
         self.stale_reason = ""
         self.backfill_disabled = ""  # why backfill stopped (the API server drops the field), once detected
         self.shape_seen = ""  # "v1.36" | "v1.37": what the server speaks, from pod statuses and slices
@@ -83,7 +85,7 @@ class Runtime:
         stored = self.stored.get(node)
         return Flags(
             rebuilding=not self.rebuilt.is_set(),
-            frozen=bool(stored and stored.frozen),
+            frozen=self.config.frozen or bool(stored and stored.frozen),
             watch_stale=self.stale_reason,
             numa_attributes=self.config.numa_attributes,
             pod_status=self.pod_status_condition(),
@@ -91,7 +93,11 @@ class Runtime:
 
     def pod_status_condition(self) -> tuple[str, str, str]:
         if self.config.pod_status == "observe":
-            return ("False", "Observe", "--pod-status=observe: missing pod statuses are reported, not written")
+            return (
+                "False",
+                "Observe",
+                "--pod-status=observe: missing pod statuses are reported, not written",
+            )
         if self.backfill_disabled:
             return ("False", "ServerDropsField", self.backfill_disabled)
         return ("True", "Backfill", "missing status.nodeAllocatableResourceClaimStatuses are filled in")
@@ -128,6 +134,11 @@ class Runtime:
             pod = read_pod(body)
             for status in pod.claim_statuses or ():
                 self.shape_seen = status.shape
+            if GATE in pod.scheduling_gates:
+                self.gated.add(pod.key)
+                self.wakeup.set()
+            else:
+                self.gated.discard(pod.key)
             self._uids[kind][uid] = pod.key
             self.mark(state.upsert_pod(pod))
         elif kind == "resourceclaims":
@@ -161,6 +172,7 @@ class Runtime:
             self.metrics.forget_node(key)
             return state.delete_node(key)
         if kind == "pods":
+            self.gated.discard(key)
             return state.delete_pod(key)
         if kind == "resourceclaims":
             return state.delete_claim(key)
@@ -216,15 +228,25 @@ class Runtime:
             return
         self.rebuild_seconds = self.clock() - self.started_at
         self.metrics.rebuild_seconds.set(self.rebuild_seconds)
-        log.info("ledgers rebuilt", seconds=round(self.rebuild_seconds, 3), nodes=len(self.state.nodes),
-                 pods=len(self.state.pods), claims=len(self.state.claims), slices=len(self.state.slices))
+        log.info(
+            "ledgers rebuilt",
+            seconds=round(self.rebuild_seconds, 3),
+            nodes=len(self.state.nodes),
+            pods=len(self.state.pods),
+            claims=len(self.state.claims),
+            slices=len(self.state.slices),
+        )
         self.rebuilt.set()
         self.mark_all()
 
     # ----- freshness -----
     def check_freshness(self) -> None:
         now = self.clock()
-        reasons = [r for kind in KINDS if (r := self.health[kind].stale_reason(kind, now, self.config.freshness_window))]
+        reasons = [
+            r
+            for kind in KINDS
+            if (r := self.health[kind].stale_reason(kind, now, self.config.freshness_window))
+        ]
         reason = "; ".join(reasons)
         if reason != self.stale_reason:
             self.stale_reason = reason

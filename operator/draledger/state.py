@@ -220,6 +220,6 @@ class ClusterState:
         return [pods[k] for k in sorted(pods)] if pods else []
 
     # ----- results -----
-    def ledger(self, node: str, flags: Flags = Flags()) -> Ledger | None:
+    def ledger(self, node: str, flags: Flags | None = None) -> Ledger | None:
         view = self.nodes.get(node)
-        return compute(view, self, flags) if view is not None else None
+        return compute(view, self, flags or Flags()) if view is not None else None

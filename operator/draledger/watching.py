@@ -18,7 +18,7 @@ synchronously and must be cheap.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -50,9 +50,9 @@ class Hooks:
     observers: list[Observer] = field(default_factory=list)
     installed: bool = False
 
-    def _each(self, call: Callable[[Observer], None]) -> None:
+    def _each(self, method: str, *args: str) -> None:
         for observer in list(self.observers):
-            call(observer)
+            getattr(observer, method)(*args)
 
     def install(self) -> None:
         if self.installed:
@@ -66,13 +66,13 @@ class Hooks:
             kind = resource.plural
             async for event in original_infinite(resource=resource, **kwargs):
                 if event is kopf_watching.Bookmark.LISTED:
-                    hooks._each(lambda o: o.listing_done(kind))
+                    hooks._each("listing_done", kind)
                 elif isinstance(event, dict):
                     if event.get("type") is None:
                         uid = (event.get("object") or {}).get("metadata", {}).get("uid", "")
-                        hooks._each(lambda o: o.listed_object(kind, uid))
+                        hooks._each("listed_object", kind, uid)
                     else:
-                        hooks._each(lambda o: o.contact(kind))
+                        hooks._each("contact", kind)
                 yield event
 
         async def watch_objs(*, resource: Any, **kwargs: Any) -> AsyncIterator[Any]:
@@ -81,10 +81,10 @@ class Hooks:
                 async for event in original_watch(resource=resource, **kwargs):
                     if isinstance(event, dict) and event.get("type") == "ERROR":
                         code = (event.get("object") or {}).get("code")
-                        hooks._each(lambda o: o.broken(kind, f"watch error {code}"))
+                        hooks._each("broken", kind, f"watch error {code}")
                     yield event
             except Exception as error:
-                hooks._each(lambda o: o.broken(kind, f"watch failed: {type(error).__name__}"))
+                hooks._each("broken", kind, f"watch failed: {type(error).__name__}")
                 raise
 
         async def request(*args: Any, **kwargs: Any) -> Any:
@@ -94,15 +94,15 @@ class Hooks:
                 response = await original_request(*args, **kwargs)
             except Exception as error:
                 if kind:
-                    hooks._each(lambda o: o.broken(kind, f"request failed: {type(error).__name__}"))
+                    hooks._each("broken", kind, f"request failed: {type(error).__name__}")
                 raise
             if kind and getattr(response, "status", 500) < 400:
-                hooks._each(lambda o: o.contact(kind))
+                hooks._each("contact", kind)
             return response
 
-        kopf_watching.infinite_watch = infinite_watch  # type: ignore[assignment]
-        kopf_watching.watch_objs = watch_objs  # type: ignore[assignment]
-        kopf_api.request = request  # type: ignore[assignment]
+        kopf_watching.infinite_watch = infinite_watch
+        kopf_watching.watch_objs = watch_objs
+        kopf_api.request = request
         self.installed = True
 
     @contextlib.contextmanager
@@ -140,8 +140,10 @@ class StreamHealth:
 
     def stale_reason(self, kind: str, now: float, window: float) -> str:
         """Why this stream's data may be older than the window ("" when it is fresh)."""
+        # The text must not change while the state does not: it becomes a condition message, and a
+        # changing message would rewrite every ledger each second.
         if self.broken_since is not None and now - self.broken_since > window:
-            return f"the {kind} watch has been broken for {now - self.broken_since:.0f}s ({self.broken_reason})"
+            return f"the {kind} watch has been broken for more than {window:g}s ({self.broken_reason})"
         if self.last_contact is not None and now - self.last_contact > window:
-            return f"no contact with the {kind} watch for {now - self.last_contact:.0f}s"
+            return f"no contact with the {kind} watch for more than {window:g}s"
         return ""

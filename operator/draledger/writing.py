@@ -21,8 +21,10 @@ from typing import Any
 import structlog
 
 from draledger import events
+from draledger.accounting.release import NodeStanding
 from draledger.audit import now_rfc3339
 from draledger.backfill import Backfill
+from draledger.gating import Releaser
 from draledger.kubeapi import ApiError, Conflict, KubeApi
 from draledger.ledgers import PLURAL, ledger_object, status_json, status_of
 from draledger.runtime import Runtime, Stored
@@ -35,8 +37,9 @@ VOLATILE = ("observedTime", "ledgerVersion", "mappingVersion")
 def semantic_content(status: dict[str, Any]) -> str:
     """The status without versions and timestamps, serialized deterministically."""
     content = {k: v for k, v in status.items() if k not in VOLATILE}
-    content["conditions"] = [{k: v for k, v in c.items() if k != "lastTransitionTime"}
-                             for c in status.get("conditions", [])]
+    content["conditions"] = [
+        {k: v for k, v in c.items() if k != "lastTransitionTime"} for c in status.get("conditions", [])
+    ]
     return json.dumps(content, sort_keys=True, separators=(",", ":"))
 
 
@@ -57,12 +60,14 @@ def stored_from(obj: dict[str, Any], now: float) -> Stored:
 
 
 class Writer:
-    def __init__(self, runtime: Runtime, api: KubeApi,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+    def __init__(
+        self, runtime: Runtime, api: KubeApi, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    ) -> None:
         self.runtime = runtime
         self.api = api
         self.sleep = sleep
         self.backfill = Backfill(runtime, api)
+        self.releaser = Releaser(runtime, api)
 
     async def load_stored(self) -> None:
         """Read every stored ledger before the first write, so versions continue from them."""
@@ -77,11 +82,15 @@ class Writer:
             if stored.phase == "Rebuilding" or not stored.exists:
                 continue
             version = stored.ledger_version + 1
-            patch = {"status": {"phase": "Rebuilding", "ledgerVersion": version, "observedTime": now_rfc3339()}}
+            patch = {
+                "status": {"phase": "Rebuilding", "ledgerVersion": version, "observedTime": now_rfc3339()}
+            }
             if await self._send(name, "rebuilding", self.api.merge_patch(f"{LEDGERS}/{name}/status", patch)):
                 old = stored.phase
                 stored.ledger_version, stored.phase, stored.content = version, "Rebuilding", ""
-                await self._phase_event(name, stored, old, "the operator (re)started; recounting every object")
+                await self._phase_event(
+                    name, stored, old, "the operator (re)started; recounting every object"
+                )
 
     async def run(self) -> None:
         runtime = self.runtime
@@ -89,26 +98,41 @@ class Writer:
             await runtime.wakeup.wait()
             runtime.wakeup.clear()
             await self.sleep(runtime.config.coalesce_window)
-            if not runtime.rebuilt.is_set():
-                continue  # keep the dirty set: it is written once the rebuild completes
-            batch, runtime.dirty = runtime.dirty, {}
-            for node in sorted(batch):
+            if runtime.rebuilt.is_set():  # until then keep the dirty set: it is written once rebuilt
+                batch, runtime.dirty = runtime.dirty, {}
+                for node in sorted(batch):
+                    try:
+                        await self.write_node(node, batch[node])
+                    except Exception:
+                        log.exception("ledger write failed; will retry", node=node)
+                        runtime.mark({node})
+                runtime.metrics.count_phases(s.phase for s in runtime.stored.values() if s.exists)
+            if runtime.gated:
                 try:
-                    await self.write_node(node, batch[node])
+                    await self.releaser.release_pass()
                 except Exception:
-                    log.exception("ledger write failed; will retry", node=node)
-                    runtime.mark({node})
-            runtime.metrics.count_phases(s.phase for s in runtime.stored.values() if s.exists)
+                    log.exception("gate release pass failed; will retry")
 
     async def write_node(self, node: str, dirty_since: float) -> None:
         runtime = self.runtime
         ledger = runtime.state.ledger(node, runtime.flags(node))
         if ledger is None:
+            self.releaser.standing.pop(node, None)
             return  # the Node is gone (its ledger goes with it, by ownerReference) or not selected
         runtime.metrics.observe_ledger(ledger)
+        self.releaser.standing[node] = NodeStanding(
+            ledger.phase, {r: line.free for r, line in ledger.resources.items()}
+        )
         stored = runtime.stored.setdefault(node, Stored())
-        probe = status_json(status_of(ledger, ledger_version=0, mapping_version=0, now="1970-01-01T00:00:00Z",
-                                      previous_conditions=stored.conditions))
+        probe = status_json(
+            status_of(
+                ledger,
+                ledger_version=0,
+                mapping_version=0,
+                now="1970-01-01T00:00:00Z",
+                previous_conditions=stored.conditions,
+            )
+        )
         content = semantic_content(probe)
         if not (stored.exists and stored.content == content):
             await self._write(node, ledger.node_uid, ledger.mapping_fingerprint, stored, content, ledger)
@@ -116,14 +140,20 @@ class Writer:
         if runtime.config.pod_status == "backfill":
             await self.backfill.node(node)
 
-    async def _write(self, node: str, node_uid: str, fingerprint: str, stored: Stored, content: str,
-                     ledger: Any) -> None:
+    async def _write(
+        self, node: str, node_uid: str, fingerprint: str, stored: Stored, content: str, ledger: Any
+    ) -> None:
         runtime = self.runtime
         mapping_version = stored.mapping_version
         if fingerprint != stored.fingerprint or mapping_version == 0:
             mapping_version += 1
-        status = status_of(ledger, ledger_version=stored.ledger_version + 1, mapping_version=mapping_version,
-                           now=now_rfc3339(), previous_conditions=stored.conditions)
+        status = status_of(
+            ledger,
+            ledger_version=stored.ledger_version + 1,
+            mapping_version=mapping_version,
+            now=now_rfc3339(),
+            previous_conditions=stored.conditions,
+        )
         if not stored.exists:
             obj = ledger_object(status, node_uid)
             obj.pop("status")
@@ -137,7 +167,9 @@ class Writer:
                 raise
             stored.exists = True
         body = status_json(status)
-        if not await self._send(node, "ledger", self.api.merge_patch(f"{LEDGERS}/{node}/status", {"status": body})):
+        if not await self._send(
+            node, "ledger", self.api.merge_patch(f"{LEDGERS}/{node}/status", {"status": body})
+        ):
             runtime.mark({node})
             return
         old_phase = stored.phase
@@ -148,7 +180,9 @@ class Writer:
         stored.conditions = body["conditions"]
         runtime.metrics.set_phase(node, stored.phase)
         if old_phase != stored.phase:
-            reasons = [c.message for c in status.conditions if c.status == "False" and c.type != "PodStatusBackfill"]
+            reasons = [
+                c.message for c in status.conditions if c.status == "False" and c.type != "PodStatusBackfill"
+            ]
             await self._phase_event(node, stored, old_phase, "; ".join(reasons) or "all conditions hold")
 
     async def _send(self, node: str, target: str, call: Awaitable[Any]) -> bool:

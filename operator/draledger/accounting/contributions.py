@@ -58,17 +58,29 @@ def contribution(claim: ClaimView, catalog: Catalog, numa_attributes: tuple[str,
         if device is None:
             out.resolved = False
             if catalog.pool_exists(result.pool_key):
-                out.problems.append(("MissingDevice", f"device {result.driver}/{result.pool}/{result.device} "
-                                     "is not in the newest generation of its pool"))
+                out.problems.append(
+                    (
+                        "MissingDevice",
+                        f"device {result.driver}/{result.pool}/{result.device} "
+                        "is not in the newest generation of its pool",
+                    )
+                )
             else:
-                out.problems.append(("MissingResourceSlice", f"no ResourceSlice publishes pool "
-                                     f"{result.driver}/{result.pool} (device {result.device})"))
+                out.problems.append(
+                    (
+                        "MissingResourceSlice",
+                        f"no ResourceSlice publishes pool "
+                        f"{result.driver}/{result.pool} (device {result.device})",
+                    )
+                )
             continue
         for resource, mapping in device.mappings.items():
             if mapping.multiplier is not None:
                 amount = _mapped(mapping.capacity_key, mapping.multiplier, result.consumed, result.driver)
                 if isinstance(amount, str):
-                    out.problems.append(("CapacityKeyWithoutConsumedCapacity", f"device {result.device}: {amount}"))
+                    out.problems.append(
+                        ("CapacityKeyWithoutConsumedCapacity", f"device {result.device}: {amount}")
+                    )
                 elif amount is not None:
                     add_into(out.mapping, {resource: amount})
                     if zone is not None:

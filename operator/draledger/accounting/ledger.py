@@ -15,7 +15,6 @@ Rules (ledger contract, sections 1 and 2):
 from __future__ import annotations
 
 import hashlib
-
 from dataclasses import dataclass, field
 
 from draledger.accounting.catalog import Catalog, ClaimKey
@@ -178,9 +177,15 @@ def _charge_pod(
     seen: dict[ClaimKey, list[str]] = {}
     for pod_claim in pod.claims:
         if pod_claim.claim_name is None:
-            problems.append(Problem("UnresolvedTemplateClaim", f"claim {pod_claim.name!r} has no generated "
-                                    "ResourceClaim in status.resourceClaimStatuses yet",
-                                    ObjectRef("Pod", pod.name, pod.namespace), "status.resourceClaimStatuses"))
+            problems.append(
+                Problem(
+                    "UnresolvedTemplateClaim",
+                    f"claim {pod_claim.name!r} has no generated "
+                    "ResourceClaim in status.resourceClaimStatuses yet",
+                    ObjectRef("Pod", pod.name, pod.namespace),
+                    "status.resourceClaimStatuses",
+                )
+            )
             continue
         containers = seen.setdefault((pod.namespace, pod_claim.claim_name), [])
         containers.extend(c for c in pod_claim.containers if c not in containers)
@@ -192,8 +197,13 @@ def _charge_pod(
             acc = accs[key] = _ClaimAcc(key, claim.uid if claim else "", contrib)
             if claim is None or contrib is None:
                 acc.problems.append("MissingResourceClaim")
-                problems.append(Problem("MissingResourceClaim", "a counted pod references it; it does not exist",
-                                        ObjectRef("ResourceClaim", key[1], key[0])))
+                problems.append(
+                    Problem(
+                        "MissingResourceClaim",
+                        "a counted pod references it; it does not exist",
+                        ObjectRef("ResourceClaim", key[1], key[0]),
+                    )
+                )
             else:
                 problems.extend(claim.problems)
                 acc.problems.extend(reason for reason, _ in contrib.problems)
@@ -260,8 +270,13 @@ def _pool_problems(
     for pool in sorted(pools):
         if catalog.pool_exists(pool) and not catalog.pool_complete(pool):
             reasons.add("IncompletePool")
-            problems.append(Problem("IncompletePool", f"pool {pool[0]}/{pool[1]}: fewer slices of the newest "
-                                    "generation than its resourceSliceCount"))
+            problems.append(
+                Problem(
+                    "IncompletePool",
+                    f"pool {pool[0]}/{pool[1]}: fewer slices of the newest "
+                    "generation than its resourceSliceCount",
+                )
+            )
     return reasons
 
 
@@ -281,27 +296,41 @@ def _conditions(
     claims: tuple[ClaimLine, ...],
 ) -> tuple[Condition, ...]:
     if not node.ready:
-        fresh = Condition("Fresh", "False", "NodeNotReady", f"node {node.name} is not Ready ({node.ready_reason})")
+        fresh = Condition(
+            "Fresh", "False", "NodeNotReady", f"node {node.name} is not Ready ({node.ready_reason})"
+        )
     elif flags.watch_stale:
         fresh = Condition("Fresh", "False", "WatchStale", flags.watch_stale)
     else:
         fresh = Condition("Fresh", "True", "Fresh", "all inputs are current")
     if stale_reasons:
-        broken = [f"{c.namespace}/{c.name}: {', '.join(c.problems)}" for c in claims
-                  if STALE_REASONS.intersection(c.problems)]
+        broken = [
+            f"{c.namespace}/{c.name}: {', '.join(c.problems)}"
+            for c in claims
+            if STALE_REASONS.intersection(c.problems)
+        ]
         detail = "; ".join(broken[:5]) + (f" (+{len(broken) - 5} more)" if len(broken) > 5 else "")
         if "IncompletePool" in stale_reasons:
-            detail = ("a pool is incomplete" + ("; " + detail if detail else "")) if detail else "a pool is incomplete"
+            detail = (
+                ("a pool is incomplete" + ("; " + detail if detail else ""))
+                if detail
+                else "a pool is incomplete"
+            )
         mappings = Condition("MappingsComplete", "False", sorted(stale_reasons)[0], detail)
     else:
-        mappings = Condition("MappingsComplete", "True", "AllResolved", "every claim resolves to a published device")
+        mappings = Condition(
+            "MappingsComplete", "True", "AllResolved", "every claim resolves to a published device"
+        )
     diffs = _differences(resources)
     if diffs:
         sync = Condition("SchedulerInSync", "False", "Diverged", "; ".join(diffs))
     else:
         sync = Condition("SchedulerInSync", "True", "Matched", "the scheduler charged what the ledger counts")
-    over = [f"{n}: requested {line.requested} > allocatable {line.allocatable}"
-            for n, line in resources.items() if line.free < ZERO]
+    over = [
+        f"{n}: requested {line.requested} > allocatable {line.allocatable}"
+        for n, line in resources.items()
+        if line.free < ZERO
+    ]
     if over:
         fits = Condition("Fits", "False", "Overcommitted", "; ".join(over))
     else:
@@ -330,7 +359,7 @@ def mapping_fingerprint(catalog: Catalog, node: str) -> str:
     for (driver, pool), device in sorted(catalog.node_devices(node), key=lambda d: (d[0], d[1].name)):
         digest.update(f"{driver}\0{pool}\0{device.name}\0".encode())
         for resource, mapping in sorted(device.mappings.items()):
-            digest.update(f"{resource}={mapping}\0{device.capacity.get(mapping.capacity_key or '')}\0".encode())
+            digest.update(
+                f"{resource}={mapping}\0{device.capacity.get(mapping.capacity_key or '')}\0".encode()
+            )
     return digest.hexdigest()[:16]
-
-

@@ -6,8 +6,8 @@ Rules (kube-scheduler's DynamicResources plugin):
 2. ``containers``: the init containers, then the containers, in spec order, that reference the claim.
 3. v1.36 shape: ``resources`` (the mapping part). v1.37 shape: ``mapping`` and ``overhead`` lists, sorted by
    resource name.
-4. Only when every claim of the pod resolves, and none is shared across pods: otherwise there is no single
-   right answer, and the caller must not write anything.
+4. Only when every claim of the pod resolves, and no mapped claim is shared across pods (overhead-only
+   claims may be shared in v1.37): otherwise there is no single right answer, and nothing is written.
 """
 
 from __future__ import annotations
@@ -32,17 +32,20 @@ def planned_statuses(
         if claim is None or not claim.allocated:
             return None
         contrib = contribution(claim, catalog, numa_attributes)
-        if not contrib.resolved or contrib.problems or len(catalog.consumers(key)) > 1:
-            return None
+        if not contrib.resolved or contrib.problems or (contrib.mapping and len(catalog.consumers(key)) > 1):
+            return None  # a mapped claim shared by several pods has no single right answer
         devices = [catalog.device(r.pool_key, r.device) for r in claim.results]
         if not any(d is not None and d.mappings for d in devices):
             continue
-        entry = entries.setdefault(pod_claim.claim_name, {"resourceClaimName": pod_claim.claim_name,
-                                                          "containers": []})
+        entry = entries.setdefault(
+            pod_claim.claim_name, {"resourceClaimName": pod_claim.claim_name, "containers": []}
+        )
         entry["containers"] += [c for c in pod_claim.containers if c not in entry["containers"]]
         if shape == "v1.37":
             if contrib.mapping:
-                entry["mapping"] = [{"name": r, "quantity": str(q)} for r, q in sorted(contrib.mapping.items())]
+                entry["mapping"] = [
+                    {"name": r, "quantity": str(q)} for r, q in sorted(contrib.mapping.items())
+                ]
             overhead = []
             for name in sorted(contrib.per_pod.keys() | contrib.per_container.keys()):
                 item: dict[str, str] = {"name": name}

@@ -33,7 +33,9 @@ def zone_of(device: DeviceView, driver: str, attributes: tuple[str, ...]) -> int
     return None
 
 
-def zone_capacity(devices: Iterable[tuple[PoolKey, DeviceView]], attributes: tuple[str, ...]) -> dict[int, Resources]:
+def zone_capacity(
+    devices: Iterable[tuple[PoolKey, DeviceView]], attributes: tuple[str, ...]
+) -> dict[int, Resources]:
     """Σ per zone of what each device's mappings would charge if the device were wholly allocated."""
     zones: dict[int, Resources] = {}
     for (driver, _pool), device in devices:

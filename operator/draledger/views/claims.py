@@ -31,6 +31,7 @@ class ClaimView:
     results: tuple[AllocationResult, ...]
     allocated: bool
     reserved_for: tuple[str, ...]  # pod UIDs
+    allocation_nodes: tuple[str, ...] = ()  # from status.allocation.nodeSelector: metadata.name In [...]
     problems: tuple[Problem, ...] = ()
 
     @property
@@ -65,6 +66,18 @@ def read_claim(raw: AbstractMapping[str, Any]) -> ClaimView:
         for entry in reader.items(status.get("reservedFor"), "status.reservedFor")
         if isinstance(entry, dict) and isinstance(entry.get("uid"), str)
     )
+    nodes: list[str] = []
+    selector = reader.mapping(allocation.get("nodeSelector"), "status.allocation.nodeSelector")
+    for term in reader.items(
+        selector.get("nodeSelectorTerms"), "status.allocation.nodeSelector.nodeSelectorTerms"
+    ):
+        for field in (term.get("matchFields") or []) if isinstance(term, dict) else []:
+            if (
+                isinstance(field, dict)
+                and field.get("key") == "metadata.name"
+                and field.get("operator") == "In"
+            ):
+                nodes.extend(v for v in field.get("values") or [] if isinstance(v, str))
     return ClaimView(
         namespace=reader.ref.namespace,
         name=reader.ref.name,
@@ -72,5 +85,6 @@ def read_claim(raw: AbstractMapping[str, Any]) -> ClaimView:
         results=tuple(results),
         allocated=bool(allocation),
         reserved_for=reserved,
+        allocation_nodes=tuple(dict.fromkeys(nodes)),
         problems=tuple(reader.problems),
     )

@@ -53,6 +53,15 @@ class ClaimStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class GateInfo:
+    """Kept only for pods with scheduling gates (few, and short-lived): what gate release needs."""
+
+    created: str  # metadata.creationTimestamp
+    has_affinity: bool  # spec.affinity exists (any kind)
+    node_affinity: dict[str, Any] | None  # spec.affinity.nodeAffinity, as sent
+
+
+@dataclass(frozen=True, slots=True)
 class PodView:
     namespace: str
     name: str
@@ -66,7 +75,7 @@ class PodView:
     claims: tuple[PodClaim, ...]
     claim_statuses: tuple[ClaimStatus, ...] | None  # None: the field is absent (never charged)
     scheduling_gates: tuple[str, ...]
-    has_node_affinity: bool
+    gate_info: GateInfo | None
     problems: tuple[Problem, ...] = ()
 
     @property
@@ -117,7 +126,9 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
                     users.append(cname)
 
     generated: dict[str, str | None] = {}
-    for index, entry in enumerate(reader.items(status.get("resourceClaimStatuses"), "status.resourceClaimStatuses")):
+    for index, entry in enumerate(
+        reader.items(status.get("resourceClaimStatuses"), "status.resourceClaimStatuses")
+    ):
         entry = reader.mapping(entry, f"status.resourceClaimStatuses[{index}]")
         name = reader.string(entry.get("name"), f"status.resourceClaimStatuses[{index}].name")
         value = entry.get("resourceClaimName")
@@ -133,7 +144,9 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
         claim_name = direct or (generated.get(name) if template else None)
         if not direct and not template:
             reader.bad(path, entry, "needs resourceClaimName or resourceClaimTemplateName")
-        claims.append(PodClaim(name, claim_name, bool(template) and not direct, tuple(references.get(name, ()))))
+        claims.append(
+            PodClaim(name, claim_name, bool(template) and not direct, tuple(references.get(name, ())))
+        )
 
     spec_resources = reader.mapping(spec.get("resources"), "spec.resources")
     affinity = reader.mapping(spec.get("affinity"), "spec.affinity")
@@ -155,7 +168,15 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
         claims=tuple(claims),
         claim_statuses=_claim_statuses(reader, status),
         scheduling_gates=gates,
-        has_node_affinity=bool(affinity.get("nodeAffinity")),
+        gate_info=GateInfo(
+            created=reader.string(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+            has_affinity="affinity" in spec and spec.get("affinity") is not None,
+            node_affinity=dict(affinity["nodeAffinity"])
+            if isinstance(affinity.get("nodeAffinity"), dict)
+            else None,
+        )
+        if gates
+        else None,
         problems=tuple(reader.problems),
     )
 
@@ -168,7 +189,9 @@ def _claim_statuses(reader: Reader, status: AbstractMapping[str, Any]) -> tuple[
     for index, entry in enumerate(reader.items(status.get("nodeAllocatableResourceClaimStatuses"), field)):
         path = f"{field}[{index}]"
         entry = reader.mapping(entry, path)
-        containers = tuple(c for c in reader.items(entry.get("containers"), f"{path}.containers") if isinstance(c, str))
+        containers = tuple(
+            c for c in reader.items(entry.get("containers"), f"{path}.containers") if isinstance(c, str)
+        )
         mapping: dict[str, Quantity] = {}
         per_pod: dict[str, Quantity] = {}
         per_container: dict[str, Quantity] = {}

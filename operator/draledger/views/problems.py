@@ -43,7 +43,7 @@ class Problem:
 
 
 def _show(value: object) -> str:
-    text = repr(value) if not isinstance(value, str) else repr(value)
+    text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 

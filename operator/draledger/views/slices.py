@@ -114,8 +114,12 @@ def read_slice(raw: AbstractMapping[str, Any]) -> SliceView:
         node_name=reader.string(spec.get("nodeName"), "spec.nodeName"),
         devices=tuple(devices),
         problems=tuple(reader.problems),
-        shape="v1.37" if any(isinstance(d, dict) and d.get("nodeAllocatableResources") is not None
-                             for d in reader.items(spec.get("devices"), "spec.devices")) else "v1.36",
+        shape="v1.37"
+        if any(
+            isinstance(d, dict) and d.get("nodeAllocatableResources") is not None
+            for d in reader.items(spec.get("devices"), "spec.devices")
+        )
+        else "v1.36",
     )
 
 
@@ -123,7 +127,11 @@ def _read_device(reader: Reader, device: AbstractMapping[str, Any], path: str, d
     name = reader.string(device.get("name"), f"{path}.name")
     attributes: dict[str, int] = {}
     for key, value in reader.mapping(device.get("attributes"), f"{path}.attributes").items():
-        if isinstance(value, dict) and isinstance(value.get("int"), int) and not isinstance(value["int"], bool):
+        if (
+            isinstance(value, dict)
+            and isinstance(value.get("int"), int)
+            and not isinstance(value["int"], bool)
+        ):
             attributes[key] = value["int"]
     capacity: dict[str, Quantity] = {}
     for key, value in reader.mapping(device.get("capacity"), f"{path}.capacity").items():
@@ -137,11 +145,14 @@ def _read_device(reader: Reader, device: AbstractMapping[str, Any], path: str, d
         field = f"{path}.nodeAllocatableResourceMappings"
         mappings = _read_v136(reader, device.get("nodeAllocatableResourceMappings"), field)
     for resource, mapping in mappings.items():
-        key = mapping.capacity_key
-        if key is not None and lookup_qualified(capacity, key, driver) is None:
+        capacity_key = mapping.capacity_key
+        if capacity_key is not None and lookup_qualified(capacity, capacity_key, driver) is None:
             reader.bad(
-                f"{path}.capacity", key, f"capacityKey {key!r} of the {resource} mapping names no capacity of "
-                f"device {name!r}; its NUMA capacity is unknown", "InvalidMapping",
+                f"{path}.capacity",
+                capacity_key,
+                f"capacityKey {capacity_key!r} of the {resource} mapping names no capacity of "
+                f"device {name!r}; its NUMA capacity is unknown",
+                "InvalidMapping",
             )
     return DeviceView(name=name, attributes=attributes, capacity=capacity, mappings=mappings)
 
@@ -159,8 +170,12 @@ def _non_negative(reader: Reader, raw: object, path: str, positive: bool = False
 def _valid_key(reader: Reader, resource: str, path: str) -> bool:
     if is_node_allocatable(resource):
         return True
-    reader.bad(path, resource, "not a node-allocatable resource name (cpu, memory, ephemeral-storage, "
-               "hugepages-<size>)", "InvalidMapping")
+    reader.bad(
+        path,
+        resource,
+        "not a node-allocatable resource name (cpu, memory, ephemeral-storage, hugepages-<size>)",
+        "InvalidMapping",
+    )
     return False
 
 
@@ -208,7 +223,9 @@ def _read_v137(reader: Reader, raw: object, path: str) -> dict[str, Mapping]:
             if overhead.get("perPod") is not None:
                 per_pod = _non_negative(reader, overhead["perPod"], f"{where}.overhead.perPod")
             if overhead.get("perContainer") is not None:
-                per_container = _non_negative(reader, overhead["perContainer"], f"{where}.overhead.perContainer")
+                per_container = _non_negative(
+                    reader, overhead["perContainer"], f"{where}.overhead.perContainer"
+                )
         if multiplier is None and per_pod is None and per_container is None:
             reader.bad(where, entry, "needs a mapping or an overhead", "InvalidMapping")
             continue

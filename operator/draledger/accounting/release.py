@@ -1,0 +1,171 @@
+"""Gate release: when a pod held by ``draledger.dev/ledger-ready`` may go to the scheduler, and where.
+
+Rules:
+1. Nothing is released before the ledgers are rebuilt, nor while admission is frozen cluster-wide.
+2. A released pod may not land on a node whose ledger is Rebuilding, Stale or Frozen: its node affinity is
+   tightened (``metadata.name NotIn [...]``) in the same JSON patch that removes the gate (KEP-3838 allows
+   tightening while a pod is gated). Nodes without a ledger (outside the canary) are not restricted.
+3. When the pod's claims are already allocated, it may only go to their node(s), and only if its footprint
+   (claims included) fits in the node's ``free``; otherwise it stays gated with a reason.
+4. Only our gate is removed; other controllers' gates stay. The patch is guarded by ``resourceVersion``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from draledger.accounting.catalog import Catalog
+from draledger.accounting.contributions import contribution
+from draledger.accounting.footprints import Resources, add_into, footprint
+from draledger.quantities import ZERO, Quantity
+from draledger.views import PodView
+
+GATE = "draledger.dev/ledger-ready"
+UNSAFE_PHASES = frozenset({"Rebuilding", "Stale", "Frozen"})
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStanding:
+    phase: str
+    free: Mapping[str, Quantity]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    release: bool
+    reason: str  # Released | Rebuilding | Frozen | NoReadyNode | NodeUnavailable | NoRoom | ClaimsOnDifferentNodes
+    message: str
+    patch: list[dict[str, Any]] | None = None
+
+
+def _claims_charge(
+    pod: PodView, catalog: Catalog, numa_attributes: tuple[str, ...]
+) -> tuple[Resources, set[str] | None]:
+    """The DRA part of the pod's footprint, and the nodes its allocated claims pin it to (None: unpinned)."""
+    charge: Resources = {}
+    pinned: set[str] | None = None
+    seen: set[str] = set()
+    for pod_claim in pod.claims:
+        if pod_claim.claim_name is None or pod_claim.claim_name in seen:
+            continue
+        seen.add(pod_claim.claim_name)
+        claim = catalog.claim((pod.namespace, pod_claim.claim_name))
+        if claim is None or not claim.allocated:
+            continue
+        if claim.allocation_nodes:
+            nodes = set(claim.allocation_nodes)
+            pinned = nodes if pinned is None else pinned & nodes
+        contrib = contribution(claim, catalog, numa_attributes)
+        if contrib.resolved:
+            add_into(charge, contrib.pod_share(len(pod_claim.containers), with_mapping=True))
+    return charge, pinned
+
+
+def _fits(needed: Mapping[str, Quantity], free: Mapping[str, Quantity]) -> bool:
+    return all(quantity <= free.get(name, ZERO) for name, quantity in needed.items() if quantity > ZERO)
+
+
+def decide(
+    pod: PodView,
+    nodes: Mapping[str, NodeStanding],
+    catalog: Catalog,
+    *,
+    rebuilt: bool,
+    cluster_frozen: bool,
+    numa_attributes: tuple[str, ...],
+) -> Decision:
+    if not rebuilt:
+        return Decision(False, "Rebuilding", "the ledgers are being rebuilt after an operator start")
+    if cluster_frozen:
+        return Decision(False, "Frozen", "admission of new claim pods is frozen cluster-wide")
+    unsafe = sorted(name for name, standing in nodes.items() if standing.phase in UNSAFE_PHASES)
+    charge, pinned = _claims_charge(pod, catalog, numa_attributes)
+    if pinned is not None:
+        if not pinned:
+            return Decision(
+                False, "ClaimsOnDifferentNodes", "the pod's allocated claims are on different nodes"
+            )
+        needed = footprint(pod.ordinary, pod.pod_level, pod.overhead, charge)
+        usable = [n for n in sorted(pinned) if n not in unsafe]
+        if not usable:
+            return Decision(
+                False,
+                "NodeUnavailable",
+                f"its claims' node(s) {', '.join(sorted(pinned))} are Rebuilding, Stale or Frozen",
+            )
+        roomy = [n for n in usable if n not in nodes or _fits(needed, nodes[n].free)]
+        if not roomy:
+            wanted = ", ".join(f"{r}={q}" for r, q in sorted(needed.items()) if q > ZERO)
+            return Decision(False, "NoRoom", f"no room for its footprint ({wanted}) on {', '.join(usable)}")
+        return Decision(
+            True,
+            "Released",
+            f"pinned to {', '.join(roomy)}",
+            release_patch(pod, {"key": "metadata.name", "operator": "In", "values": roomy}),
+        )
+    if nodes and len(unsafe) == len(nodes):
+        return Decision(False, "NoReadyNode", "every node's ledger is Rebuilding, Stale or Frozen")
+    requirement = {"key": "metadata.name", "operator": "NotIn", "values": unsafe} if unsafe else None
+    message = f"kept away from {', '.join(unsafe)}" if unsafe else "every ledger is usable"
+    return Decision(True, "Released", message, release_patch(pod, requirement))
+
+
+def release_patch(pod: PodView, requirement: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """One JSON patch: test the resourceVersion, remove our gate, add the node requirement to every term."""
+    ops: list[dict[str, Any]] = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": pod.resource_version},
+        {"op": "remove", "path": f"/spec/schedulingGates/{pod.scheduling_gates.index(GATE)}"},
+    ]
+    if requirement is None:
+        return ops
+    info = pod.gate_info
+    node_affinity = info.node_affinity if info else None
+    terms_path = f"/spec/affinity/nodeAffinity/{REQUIRED}"
+    if not (info and info.has_affinity):
+        ops.append(
+            {
+                "op": "add",
+                "path": "/spec/affinity",
+                "value": {
+                    "nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [{"matchFields": [requirement]}]}}
+                },
+            }
+        )
+    elif node_affinity is None:
+        ops.append(
+            {
+                "op": "add",
+                "path": "/spec/affinity/nodeAffinity",
+                "value": {REQUIRED: {"nodeSelectorTerms": [{"matchFields": [requirement]}]}},
+            }
+        )
+    elif not (node_affinity.get(REQUIRED) or {}).get("nodeSelectorTerms"):
+        ops.append(
+            {
+                "op": "add",
+                "path": terms_path,
+                "value": {"nodeSelectorTerms": [{"matchFields": [requirement]}]},
+            }
+        )
+    else:
+        for index, term in enumerate(node_affinity[REQUIRED]["nodeSelectorTerms"]):
+            if isinstance(term, dict) and term.get("matchFields"):
+                ops.append(
+                    {
+                        "op": "add",
+                        "path": f"{terms_path}/nodeSelectorTerms/{index}/matchFields/-",
+                        "value": requirement,
+                    }
+                )
+            else:
+                ops.append(
+                    {
+                        "op": "add",
+                        "path": f"{terms_path}/nodeSelectorTerms/{index}/matchFields",
+                        "value": [requirement],
+                    }
+                )
+    return ops

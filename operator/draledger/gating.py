@@ -1,0 +1,142 @@
+"""Gating: the admission webhook that adds ``draledger.dev/ledger-ready``, and the release of that gate.
+
+Rules:
+1. The webhook adds the gate unconditionally (it runs outside Kopf's watch barrier and may see a partial
+   state): to CREATEd pods with ``spec.resourceClaims`` in namespaces not excluded. The decision to let a
+   pod go is made at release time, never at admission.
+2. Release removes only our gate and tightens node affinity in the same guarded JSON patch
+   (accounting.release). A conflict (422) is retried on the next pass with fresh state.
+3. A pod held back gets an Event with the reason when the reason changes, and is counted by reason.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import kopf
+import structlog
+
+from draledger.accounting.release import GATE, NodeStanding, decide
+from draledger.audit import now_rfc3339
+from draledger.kubeapi import ApiError, Conflict, KubeApi
+
+if TYPE_CHECKING:
+    from draledger.runtime import Runtime
+
+log = structlog.get_logger("draledger")
+
+
+def register_webhook(registry: kopf.OperatorRegistry, excluded: frozenset[str]) -> None:
+    @kopf.on.mutate(
+        "v1",
+        "pods",
+        operations=["CREATE"],
+        id="gate-pods",
+        registry=registry,
+        ignore_failures=True,
+        side_effects=False,
+    )
+    async def gate_pods(body: kopf.Body, patch: kopf.Patch, namespace: str | None, **_: Any) -> None:
+        spec = body.get("spec") or {}
+        if not spec.get("resourceClaims") or (namespace or "") in excluded:
+            return
+        gates = [dict(g) for g in spec.get("schedulingGates") or [] if isinstance(g, dict)]
+        if any(g.get("name") == GATE for g in gates):
+            return
+        patch.spec["schedulingGates"] = [*gates, {"name": GATE}]
+
+
+class Releaser:
+    def __init__(self, runtime: Runtime, api: KubeApi) -> None:
+        self.runtime = runtime
+        self.api = api
+        self.standing: dict[str, NodeStanding] = {}
+        self.reasons: dict[tuple[str, str], str] = {}
+
+    async def release_pass(self) -> None:
+        runtime = self.runtime
+        state = runtime.state
+        counts: dict[str, int] = {}
+        oldest = 0.0
+        now = datetime.now(UTC)
+        for key in sorted(runtime.gated):
+            pod = state.pods.get(key)
+            if pod is None or GATE not in pod.scheduling_gates:
+                runtime.gated.discard(key)
+                continue
+            decision = decide(
+                pod,
+                self.standing,
+                state,
+                rebuilt=runtime.rebuilt.is_set(),
+                cluster_frozen=runtime.config.frozen,
+                numa_attributes=runtime.config.numa_attributes,
+            )
+            if decision.release and decision.patch is not None:
+                if await self._release(pod.namespace, pod.name, decision.patch, decision.message):
+                    runtime.gated.discard(key)
+                    self.reasons.pop(key, None)
+                    continue
+                decision_reason = "Conflict"
+            else:
+                decision_reason = decision.reason
+                if self.reasons.get(key) != decision_reason:
+                    self.reasons[key] = decision_reason
+                    await self._event(pod.namespace, pod.name, pod.uid, decision_reason, decision.message)
+            counts[decision_reason] = counts.get(decision_reason, 0) + 1
+            if pod.gate_info and pod.gate_info.created:
+                try:
+                    created = datetime.fromisoformat(pod.gate_info.created.replace("Z", "+00:00"))
+                    oldest = max(oldest, (now - created).total_seconds())
+                except ValueError:
+                    pass
+        for reason in set(counts) | {labels[0] for labels in runtime.metrics.gated._metrics}:
+            runtime.metrics.gated.labels(reason).set(counts.get(reason, 0))
+        runtime.metrics.gated_oldest.set(oldest)
+
+    async def _release(self, namespace: str, name: str, patch: list[dict[str, Any]], message: str) -> bool:
+        try:
+            await self.api.json_patch(f"/api/v1/namespaces/{namespace}/pods/{name}", patch)
+        except Conflict:
+            self.runtime.metrics.write_failures.labels("pod-gate", "conflict").inc()
+            log.info("pod changed before release; will retry", pod=f"{namespace}/{name}")
+            return False
+        except ApiError as error:
+            self.runtime.metrics.write_failures.labels("pod-gate", str(error.status)).inc()
+            log.warning("gate release failed", pod=f"{namespace}/{name}", error=str(error))
+            return False
+        self.runtime.metrics.writes.labels("pod-gate").inc()
+        self.runtime.metrics.gate_releases.inc()
+        log.info("gate released", pod=f"{namespace}/{name}", placement=message)
+        return True
+
+    async def _event(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
+        if not self.runtime.config.events:
+            return
+        now = now_rfc3339()
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": name,
+                "namespace": namespace,
+                **({"uid": uid} if uid else {}),
+            },
+            "reason": f"LedgerGate{reason}",
+            "message": f"held by {GATE}: {message}"[:1024],
+            "type": "Normal",
+            "source": {"component": "draledger"},
+            "reportingComponent": "draledger.dev/operator",
+            "reportingInstance": "draledger",
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            await self.api.create(f"/api/v1/namespaces/{namespace}/events", body)
+        except ApiError as error:
+            log.warning("pod event not posted", pod=f"{namespace}/{name}", error=str(error))

@@ -58,6 +58,7 @@ def run(
     numa_attributes: Sequence[str] = (),
     stdout: TextIO = sys.stdout,
     stderr: TextIO = sys.stderr,
+    svg: str | None = None,
 ) -> int:
     try:
         loaded = load_paths(paths)
@@ -67,5 +68,10 @@ def run(
     for problem in all_problems(loaded):
         stderr.write(f"warning: {problem}\n")
     flags = Flags(numa_attributes=tuple(numa_attributes)) if numa_attributes else Flags()
-    emit(ledgers_of(loaded, flags, now_rfc3339()), output, numa, stdout)
+    items = ledgers_of(loaded, flags, now_rfc3339())
+    emit(items, output, numa, stdout)
+    if svg:
+        from draledger.report import write_svg
+
+        write_svg(svg, items)
     return 0

@@ -13,7 +13,61 @@ from draledger import __version__
 def _audit(args: argparse.Namespace) -> int:
     from draledger import audit
 
-    return audit.run(args.filename, args.output, args.numa, args.numa_attribute or ())
+    return audit.run(args.filename, args.output, args.numa, args.numa_attribute or (), svg=args.svg)
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from draledger import clusterctl
+
+    async def go() -> int:
+        api = clusterctl._api(args.server, args.kubeconfig)
+        try:
+            if args.command == "freeze":
+                return await clusterctl.set_frozen(api, args.node, True, args.reason, sys.stdout)
+            if args.command == "resume":
+                return await clusterctl.resume(api, args.node, args.since_export, sys.stdout)
+            items = [clusterctl.strip_server_fields(o) for o in await clusterctl.list_ledgers(api)]
+            if args.command == "export":
+                clusterctl.write_list(items, args.output_file, args.output)
+                return 0
+            from draledger import report
+
+            report.write_svg(args.svg, items)
+            sys.stdout.write(f"wrote {args.svg} ({len(items)} ledgers)\n")
+            return 0
+        finally:
+            await api.close()
+
+    return asyncio.run(go())
+
+
+def _export(args: argparse.Namespace) -> int:
+    if args.from_cluster:
+        return _cluster(args)
+    from draledger import audit, clusterctl
+    from draledger.dumps import DumpError, load_paths
+
+    if not args.filename:
+        sys.stderr.write("error: export needs --from-cluster or -f DUMP\n")
+        return 2
+    try:
+        loaded = load_paths(args.filename)
+    except DumpError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return 2
+    from draledger.accounting.ledger import Flags
+
+    items = audit.ledgers_of(loaded, Flags(), audit.now_rfc3339())
+    clusterctl.write_list(items, args.output_file, args.output)
+    return 0
+
+
+def _connection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", default=os.environ.get("DRALEDGER_SERVER", ""),
+                        help="API server URL (default: in-cluster config, then KUBECONFIG)")
+    parser.add_argument("--kubeconfig", default="", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 
 
 def _crd(args: argparse.Namespace) -> int:
@@ -65,7 +119,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="device attribute naming the NUMA zone, in order of preference (repeatable; "
         "replaces the default list)",
     )
+    audit.add_argument("--svg", metavar="FILE", help="also draw the ledgers as an SVG picture into FILE")
     audit.set_defaults(func=_audit)
+
+    for name, verb in (("freeze", "keep new claim pods gated on"), ("resume", "release new claim pods again on")):
+        sub = commands.add_parser(name, help=f"{verb} nodes (spec.frozen of their ledgers); bound pods are untouched")
+        sub.add_argument("--node", action="append", default=[], metavar="NODE",
+                         help="a node (repeatable); default: every ledger")
+        sub.add_argument("--all", action="store_true", help="every ledger (the default when no --node is given)")
+        if name == "freeze":
+            sub.add_argument("--reason", default="", help="why (shown on the ledger and in its events)")
+        else:
+            sub.add_argument("--since-export", default="", metavar="FILE",
+                             help="resume only nodes whose mappingVersion moved past the one in this export")
+        _connection(sub)
+        sub.set_defaults(func=_cluster)
+
+    export = commands.add_parser("export", help="write every ledger, with its versions, to a file")
+    export.add_argument("--from-cluster", action="store_true", help="read the ledgers from the cluster")
+    export.add_argument("-f", "--filename", action="append", metavar="DUMP", help="compute them from a dump instead")
+    export.add_argument("--output-file", "--to", default="-", metavar="FILE", help="where to write (default: stdout)")
+    export.add_argument("-o", "--output", choices=("json", "yaml"), default="yaml")
+    _connection(export)
+    export.set_defaults(func=_export)
+
+    report = commands.add_parser("report", help="draw the live cluster's ledgers as an SVG picture")
+    report.add_argument("--svg", required=True, metavar="FILE")
+    _connection(report)
+    report.set_defaults(func=_cluster)
 
     run = commands.add_parser(
         "run",

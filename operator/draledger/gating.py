@@ -11,9 +11,11 @@ Rules:
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import aiohttp.web
 import kopf
 import structlog
 
@@ -25,6 +27,30 @@ if TYPE_CHECKING:
     from draledger.runtime import Runtime
 
 log = structlog.get_logger("draledger")
+
+
+class GatingWebhookServer(kopf.WebhookServer):
+    """Kopf's HTTPS webhook server, answering 400 to any body that is not an AdmissionReview request.
+
+    Kopf itself answers 400 only to unparseable JSON and crashes with a 500 on, e.g., a JSON string;
+    an API server must always get a clear answer.
+    """
+
+    @staticmethod
+    async def _serve(fn: Any, request: aiohttp.web.Request) -> aiohttp.web.Response:
+        try:
+            data = json.loads(await request.text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise aiohttp.web.HTTPBadRequest(reason=f"not JSON: {error}") from None
+        review = data.get("request") if isinstance(data, dict) else None
+        if not isinstance(review, dict) or not isinstance(review.get("uid"), str):
+            raise aiohttp.web.HTTPBadRequest(reason="not an AdmissionReview: no request.uid")
+        for key in ("object", "oldObject"):
+            if review.get(key) is not None and not isinstance(review[key], dict):
+                raise aiohttp.web.HTTPBadRequest(reason=f"request.{key} is not an object")
+        if not isinstance(review.get("userInfo", {}), dict):
+            raise aiohttp.web.HTTPBadRequest(reason="request.userInfo is not an object")
+        return await kopf.WebhookServer._serve(fn, request)
 
 
 def register_webhook(registry: kopf.OperatorRegistry, excluded: frozenset[str]) -> None:

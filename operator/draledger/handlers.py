@@ -11,7 +11,7 @@ from typing import Any
 
 import kopf
 
-from draledger.gating import register_webhook
+from draledger.gating import GatingWebhookServer, register_webhook
 from draledger.ledgers import GROUP, PLURAL, VERSION
 from draledger.runtime import Runtime
 
@@ -74,7 +74,7 @@ def settings_for(runtime: Runtime) -> kopf.OperatorSettings:
         settings.watching.label_selectors["v1", "nodes"] = config.node_selector
     if config.webhook:
         cert_dir = config.webhook_cert_dir.rstrip("/")
-        settings.admission.server = kopf.WebhookServer(
+        settings.admission.server = GatingWebhookServer(
             addr=config.webhook_host,
             port=config.webhook_port,
             path=None,

@@ -25,7 +25,10 @@ API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "NodeAllocatableLedger"
 PLURAL = "nodeallocatableledgers"
 SHORT_NAME = "nal"
-QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+QUANTITY_PATTERN = (  # kube-apiserver's own pattern for resource.Quantity
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
 
 
 def Qty(description: str) -> Any:

@@ -122,7 +122,8 @@ class TestRelease:
                 emulator.inject_patch_error(PODS, 422)
                 emulator.load_objects([gated_pod("g", gates=("other.io/first", GATE, "other.io/last"))])
                 await eventually(lambda: released(emulator, "g"))
-                assert [{"name": "other.io/first"}, {"name": "other.io/last"}] == pod_spec(emulator, "g")["schedulingGates"]
+                remaining = pod_spec(emulator, "g")["schedulingGates"]
+                assert [{"name": "other.io/first"}, {"name": "other.io/last"}] == remaining
                 assert 1 == operator.metrics.write_failures.labels("pod-gate", "conflict")._value.get()
 
     async def test_room_check_for_preallocated_claims(self) -> None:

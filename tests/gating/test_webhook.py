@@ -74,35 +74,44 @@ class TestWebhook:
         [
             pytest.param("team-a", pod(), [GATE], id="claims-get-the-gate"),
             pytest.param("team-a", pod(claims=False), None, id="no-claims-untouched"),
-            pytest.param("team-a", pod(gates=[{"name": "other.io/x"}]), [{"name": "other.io/x"}, GATE],
-                         id="existing-gates-kept"),
+            pytest.param(
+                "team-a", pod(gates=[{"name": "other.io/x"}]), [{"name": "other.io/x"}, GATE], id="existing-gates-kept"
+            ),
             pytest.param("team-a", pod(gates=[GATE]), [GATE], id="already-gated-once"),
             pytest.param("kube-system", pod(), None, id="excluded-namespace"),
         ],
     )
-    async def test_admission(self, cert_dir: pathlib.Path, namespace: str, body: dict[str, Any],
-                             gates: list[dict[str, str]] | None) -> None:
+    async def test_admission(
+        self, cert_dir: pathlib.Path, namespace: str, body: dict[str, Any], gates: list[dict[str, str]] | None
+    ) -> None:
         """Pods with claims get our gate appended once; others and excluded namespaces are untouched."""
         port = free_port()
         context = ssl.create_default_context(cafile=str(cert_dir / "tls.crt"))
-        async with serve_emulator() as (_, url), running(url, webhook=True, webhook_host="127.0.0.1",
-                                                          webhook_port=port, webhook_cert_dir=str(cert_dir)):
-            async with aiohttp.ClientSession() as session:
-                async def call() -> Any:
-                    try:
-                        async with session.post(f"https://127.0.0.1:{port}/gate-pods", ssl=context,
-                                                json=review(body, namespace)) as answer:
-                            return await answer.json() if answer.status == 200 else None
-                    except aiohttp.ClientConnectionError:
-                        return None
+        async with (
+            serve_emulator() as (_, url),
+            running(url, webhook=True, webhook_host="127.0.0.1", webhook_port=port, webhook_cert_dir=str(cert_dir)),
+            aiohttp.ClientSession() as session,
+        ):
 
-                response = await eventually(call, what="the webhook to answer")
+            async def call() -> Any:
+                try:
+                    async with session.post(
+                        f"https://127.0.0.1:{port}/gate-pods", ssl=context, json=review(body, namespace)
+                    ) as answer:
+                        return await answer.json() if answer.status == 200 else None
+                except aiohttp.ClientConnectionError:
+                    return None
+
+            response = await eventually(call, what="the webhook to answer")
         assert gates == applied(response, body)["spec"].get("schedulingGates")
 
     @pytest.mark.parametrize(
         "payload",
-        [pytest.param(b"{not json", id="truncated"), pytest.param(b'"a string"', id="not-an-object"),
-         pytest.param(b"{}", id="no-request")],
+        [
+            pytest.param(b"{not json", id="truncated"),
+            pytest.param(b'"a string"', id="not-an-object"),
+            pytest.param(b"{}", id="no-request"),
+        ],
     )
     async def test_malformed_requests_get_a_4xx_and_the_server_survives(
         self, cert_dir: pathlib.Path, payload: bytes
@@ -110,20 +119,26 @@ class TestWebhook:
         """A malformed AdmissionReview gets a 400-class answer, and the next valid one still works."""
         port = free_port()
         context = ssl.create_default_context(cafile=str(cert_dir / "tls.crt"))
-        async with serve_emulator() as (_, url), running(url, webhook=True, webhook_host="127.0.0.1",
-                                                          webhook_port=port, webhook_cert_dir=str(cert_dir)):
-            async with aiohttp.ClientSession() as session:
-                async def bad() -> int | None:
-                    try:
-                        async with session.post(f"https://127.0.0.1:{port}/gate-pods", ssl=context, data=payload,
-                                                headers={"Content-Type": "application/json"}) as answer:
-                            return answer.status
-                    except aiohttp.ClientConnectionError:
-                        return None
+        async with (
+            serve_emulator() as (_, url),
+            running(url, webhook=True, webhook_host="127.0.0.1", webhook_port=port, webhook_cert_dir=str(cert_dir)),
+            aiohttp.ClientSession() as session,
+        ):
 
-                status = await eventually(bad, what="the webhook to answer")
-                assert 400 <= status < 500
-                async with session.post(f"https://127.0.0.1:{port}/gate-pods", ssl=context,
-                                        json=review(pod())) as answer:
-                    assert 200 == answer.status
-                    assert [GATE] == applied(await answer.json(), pod())["spec"]["schedulingGates"]
+            async def bad() -> int | None:
+                try:
+                    async with session.post(
+                        f"https://127.0.0.1:{port}/gate-pods",
+                        ssl=context,
+                        data=payload,
+                        headers={"Content-Type": "application/json"},
+                    ) as answer:
+                        return answer.status
+                except aiohttp.ClientConnectionError:
+                    return None
+
+            status = await eventually(bad, what="the webhook to answer")
+            assert 400 <= status < 500
+            async with session.post(f"https://127.0.0.1:{port}/gate-pods", ssl=context, json=review(pod())) as answer:
+                assert 200 == answer.status
+                assert [GATE] == applied(await answer.json(), pod())["spec"]["schedulingGates"]

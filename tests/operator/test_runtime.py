@@ -1,0 +1,135 @@
+"""The runtime without Kopf or HTTP: rebuild bookkeeping, relists, freshness, malformed events."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from draledger import watching
+from draledger.config import OperatorConfig
+from draledger.metrics import Metrics
+from draledger.runtime import Runtime
+from tests.integration.harness import case_items
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def runtime(**overrides: Any) -> tuple[Runtime, Clock]:
+    clock = Clock()
+    return Runtime(OperatorConfig(**overrides), Metrics(), clock), clock
+
+
+KIND = {"Node": "nodes", "Pod": "pods", "ResourceSlice": "resourceslices", "ResourceClaim": "resourceclaims"}
+
+
+def listed(rt: Runtime, items: list[dict[str, Any]]) -> None:
+    for index, item in enumerate(items):
+        item.setdefault("metadata", {}).setdefault("uid", f"uid-{index}")
+        rt.listed_object(KIND[item["kind"]], item["metadata"]["uid"])
+
+
+class TestRebuild:
+    async def test_rebuilt_only_when_every_kind_is_listed_and_processed(self) -> None:
+        """Listing done for all four kinds is not enough: every listed object must have been processed."""
+        rt, _ = runtime()
+        items = case_items("v02")
+        listed(rt, items)
+        for kind in KIND.values():
+            rt.listing_done(kind)
+        assert not rt.rebuilt.is_set()
+        for item in items[:-1]:
+            rt.event(KIND[item["kind"]], None, item)
+        assert not rt.rebuilt.is_set()
+        rt.event(KIND[items[-1]["kind"]], None, items[-1])
+        assert rt.rebuilt.is_set()
+
+    async def test_events_during_the_list_never_double_count_a_claim(self) -> None:
+        """A pod and its claim updated while the list is processed are counted once, as last seen."""
+        rt, _ = runtime()
+        items = case_items("v01")
+        listed(rt, items)
+        pod = next(i for i in items if i["kind"] == "Pod")
+        newer = copy.deepcopy(pod)
+        newer["metadata"]["resourceVersion"] = "99"
+        rt.event("pods", "MODIFIED", newer)  # Kopf may deliver the newer event before the listed one
+        for item in items:
+            rt.event(KIND[item["kind"]], None, item)
+        rt.event("pods", "MODIFIED", newer)
+        for kind in KIND.values():
+            rt.listing_done(kind)
+        ledger = rt.state.ledger("n1")
+        assert ledger is not None
+        assert ["claim-a", "claim-b"] == [c.name for c in ledger.claims]
+        assert "6" == str(ledger.resources["cpu"].claims)
+
+    async def test_relist_forgets_vanished_objects(self) -> None:
+        """After a relist, objects of that kind that the new list lacks are forgotten."""
+        rt, _ = runtime()
+        items = case_items("v08")
+        listed(rt, items)
+        for item in items:
+            rt.event(KIND[item["kind"]], None, item)
+        for kind in KIND.values():
+            rt.listing_done(kind)
+        pods = [i for i in items if i["kind"] == "Pod"]
+        for pod in pods[1:]:
+            rt.listed_object("pods", pod["metadata"]["uid"])
+        rt.listing_done("pods")
+        assert {("t", "p2"), ("t", "p3")} == set(rt.state.pods)
+        assert 1 == rt.metrics.watch_restarts.labels("pods")._value.get()
+
+    async def test_a_malformed_event_never_raises(self) -> None:
+        """A body that breaks a reader is logged and skipped; the runtime keeps going."""
+        rt, _ = runtime()
+        rt.event("pods", "ADDED", {"metadata": {"name": "x", "namespace": "t", "uid": "u"}, "spec": "nonsense"})
+        rt.event("nodes", "ADDED", {"metadata": "nonsense"})
+        assert 2 == sum(rt.metrics.events.labels(k)._value.get() for k in ("pods", "nodes"))
+
+
+class TestFreshness:
+    async def test_broken_stream_turns_stale_after_the_window_and_recovers(self) -> None:
+        """Broken for longer than the window: stale, with a stable message; contact clears it."""
+        rt, clock = runtime(freshness_window=60)
+        for kind in KIND.values():
+            rt.contact(kind)
+        rt.broken("pods", "watch error 500")
+        clock.now += 30
+        rt.check_freshness()
+        assert "" == rt.stale_reason
+        clock.now += 31
+        for kind in ("nodes", "resourceslices", "resourceclaims"):
+            rt.contact(kind)
+        rt.check_freshness()
+        first = rt.stale_reason
+        assert "pods watch has been broken" in first
+        clock.now += 10
+        for kind in ("nodes", "resourceslices", "resourceclaims"):
+            rt.contact(kind)
+        rt.check_freshness()
+        assert first == rt.stale_reason
+        rt.contact("pods")
+        rt.check_freshness()
+        assert "" == rt.stale_reason
+
+
+class TestHooks:
+    def test_kopf_functions_are_wrapped(self) -> None:
+        """The pinned Kopf internals exist and are replaced by our observers (fails loudly on a Kopf change)."""
+        watching.HOOKS.install()
+        assert "infinite_watch" == watching.kopf_watching.infinite_watch.__name__
+        assert watching.kopf_watching.infinite_watch.__module__ == "draledger.watching"
+        assert watching.kopf_watching.watch_objs.__module__ == "draledger.watching"
+        assert watching.kopf_api.request.__module__ == "draledger.watching"
+        assert watching.kopf_watching.Bookmark.LISTED is not None
+
+    def test_urls_map_to_kinds(self) -> None:
+        """List and watch URLs name their kind; single-object URLs do not."""
+        assert "pods" == watching.kind_of_url("/api/v1/pods?watch=true")
+        assert "resourceclaims" == watching.kind_of_url("http://h/apis/resource.k8s.io/v1/resourceclaims")
+        assert watching.kind_of_url("/api/v1/namespaces/t/pods/p") is None

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from typing import Any
 
+from draledger.emulator import serve_emulator
 from tests.integration.harness import (
     CLAIMS,
     LEDGERS,
@@ -19,8 +20,6 @@ from tests.integration.harness import (
     status,
     writes,
 )
-
-from draledger.emulator import serve_emulator
 
 GATE = "draledger.dev/ledger-ready"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"

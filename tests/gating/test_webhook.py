@@ -11,9 +11,9 @@ from typing import Any
 
 import aiohttp
 import pytest
-from tests.integration.harness import eventually, running
 
 from draledger.emulator import serve_emulator
+from tests.integration.harness import eventually, running
 
 GATE = {"name": "draledger.dev/ledger-ready"}
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+
+from draledger.emulator import ClusterEmulator, serve_emulator
 from tests.integration.harness import (
     CLAIMS,
     NODES,
@@ -18,8 +20,6 @@ from tests.integration.harness import (
     status,
     writes,
 )
-
-from draledger.emulator import ClusterEmulator, serve_emulator
 
 CASES = ["v01", "v02", "v03", "v04", "v05", "v06", "v07", "v08", "v09", "v10", "v11", "v12"]
 

@@ -46,6 +46,7 @@ class Operator:
         self.port = 0
         self._writer_task: asyncio.Task[Any] | None = None
         self.metrics.watch_mapping_ages(self._mapping_ages)
+        self.metrics.frozen.set(1 if config.frozen else 0)
 
     def _mapping_ages(self) -> list[tuple[str, float]]:
         now = self.runtime.clock()

@@ -2,7 +2,8 @@
 
 Rules:
 1. The webhook adds the gate unconditionally (it runs outside Kopf's watch barrier and may see a partial
-   state): to CREATEd pods with ``spec.resourceClaims`` in namespaces not excluded. The decision to let a
+   state): to CREATEd pods with ``spec.resourceClaims`` in namespaces not excluded, unless the pod is
+   created already bound (``spec.nodeName``), which the API server would refuse with a gate. The decision to let a
    pod go is made at release time, never at admission.
 2. Release removes only our gate and tightens node affinity in the same guarded JSON patch
    (accounting.release). A conflict (422) is retried on the next pass with fresh state.
@@ -66,6 +67,8 @@ def register_webhook(registry: kopf.OperatorRegistry, excluded: frozenset[str]) 
     async def gate_pods(body: kopf.Body, patch: kopf.Patch, namespace: str | None, **_: Any) -> None:
         spec = body.get("spec") or {}
         if not spec.get("resourceClaims") or (namespace or "") in excluded:
+            return
+        if spec.get("nodeName"):  # the API server refuses a scheduling gate on a pod created bound
             return
         gates = [dict(g) for g in spec.get("schedulingGates") or [] if isinstance(g, dict)]
         if any(g.get("name") == GATE for g in gates):

@@ -79,6 +79,7 @@ class TestWebhook:
             ),
             pytest.param("team-a", pod(gates=[GATE]), [GATE], id="already-gated-once"),
             pytest.param("kube-system", pod(), None, id="excluded-namespace"),
+            pytest.param("team-a", {**pod(), "spec": {**pod()["spec"], "nodeName": "n1"}}, None, id="created-bound"),
         ],
     )
     async def test_admission(

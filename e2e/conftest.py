@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = os.environ.get("DRALEDGER_E2E_CLUSTER", "draledger-e2e")
-IMAGE = f"draledger:e2e-{uuid.uuid4().hex[:8]}"
+IMAGE = "draledger:e2e"  # the tag e2e/overlay deploys
 
 
 def _missing() -> str:

@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import IMAGE, ROOT, run
+from conftest import ROOT, run
 
 
 def kubectl(kubeconfig: Path, *args: str) -> str:
@@ -26,17 +26,9 @@ def wait_for(check: object, timeout: float = 180.0) -> None:
     raise AssertionError("timed out")
 
 
-def test_canary_overlay_gives_the_canary_node_a_ready_ledger(kind_cluster: Path, tmp_path: Path) -> None:
+def test_canary_overlay_gives_the_canary_node_a_ready_ledger(kind_cluster: Path) -> None:
     """The canary overlay deploys, becomes ready, and writes a Ready ledger for the labelled node only."""
-    overlay = tmp_path / "overlay"
-    overlay.mkdir()
-    (overlay / "kustomization.yaml").write_text(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-        f"resources: [{ROOT / 'manifests/overlays/canary'}]\n"
-        f"images: [{{name: ghcr.io/dra-ledger/draledger, newName: {IMAGE.split(':')[0]}, "
-        f"newTag: {IMAGE.split(':')[1]}}}]\n"
-    )
-    rendered = run("kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone", str(overlay)).stdout
+    rendered = run("kubectl", "kustomize", str(ROOT / "e2e/overlay")).stdout
     kubectl(kind_cluster, "apply", "--server-side", "-f", "-", input=rendered)
     kubectl(kind_cluster, "-n", "draledger-system", "rollout", "status", "deploy/draledger", "--timeout=180s")
 

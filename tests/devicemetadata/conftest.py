@@ -6,9 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.devicemetadata.helpers import GOLDEN, FakeClock
 
 from draledger.devicemetadata import ClaimInfo, MetadataWriter
+from tests.devicemetadata.helpers import GOLDEN, FakeClock
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from tests.devicemetadata.helpers import GOLDEN
 
 from draledger.devicemetadata import model
+from tests.devicemetadata.helpers import GOLDEN
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "device-metadata.md"

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.devicemetadata.helpers import FakeClock
 
 from draledger.devicemetadata import (
     PCI_BUS_ID,
@@ -19,6 +18,7 @@ from draledger.devicemetadata import (
     resolve_attributes,
     wait_for_metadata,
 )
+from tests.devicemetadata.helpers import FakeClock
 
 DEFERRED = "resourceclaims/deferred-claim/net/net.example.com-metadata.json"
 

@@ -8,7 +8,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from tests.devicemetadata.helpers import GOLDEN, gpu_request, mount
 
 from draledger.devicemetadata import (
     V1ALPHA1,
@@ -26,6 +25,7 @@ from draledger.devicemetadata import (
     read_metadata,
     read_metadata_file,
 )
+from tests.devicemetadata.helpers import GOLDEN, gpu_request, mount
 
 GOLDEN_GPU = GOLDEN / "container/resourceclaims/gpu-claim/gpu/gpu.example.com-metadata.json"
 UID = "c7e7b22e-5a1d-4d5b-9a55-0c6f1f0e2a10"

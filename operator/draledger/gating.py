@@ -20,8 +20,8 @@ import aiohttp.web
 import kopf
 import structlog
 
+from draledger import events
 from draledger.accounting.release import GATE, NodeStanding, decide
-from draledger.audit import now_rfc3339
 from draledger.kubeapi import ApiError, Conflict, KubeApi
 
 if TYPE_CHECKING:
@@ -141,31 +141,6 @@ class Releaser:
         return True
 
     async def _event(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
-        if not self.runtime.config.events:
-            return
-        now = now_rfc3339()
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{name}.", "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": name,
-                "namespace": namespace,
-                **({"uid": uid} if uid else {}),
-            },
-            "reason": f"LedgerGate{reason}",
-            "message": f"held by {GATE}: {message}"[:1024],
-            "type": "Normal",
-            "source": {"component": "draledger"},
-            "reportingComponent": "draledger.dev/operator",
-            "reportingInstance": "draledger",
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        try:
-            await self.api.create(f"/api/v1/namespaces/{namespace}/events", body)
-        except ApiError as error:
-            log.warning("pod event not posted", pod=f"{namespace}/{name}", error=str(error))
+        if self.runtime.config.events:
+            await events.post_pod(self.api, namespace, name, uid, reason, f"held by {GATE}: {message}",
+                                  self.runtime.metrics)

@@ -39,7 +39,7 @@ _DECIMAL_BY_EXP: Final = {v: k for k, v in _DECIMAL.items()}
 _BINARY_BY_EXP: Final = {v: k for k, v in _BINARY.items()}
 _GRAMMAR: Final = re.compile(
     r"(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?[0-9]+)|(?P<dec>[numkMGTPE]?))$"
+    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?[0-9]+)|(?P<dec>[numkMGTPE]?))\Z"  # \Z: "1\n" is no quantity
 )
 _NANO: Final = Decimal("1e-9")
 # Enough digits for any quantity kube-apiserver accepts (it caps at 2^63-1 nano-units per int64 path,

@@ -41,7 +41,13 @@ class _Pool:
 
     def device_index(self) -> dict[str, DeviceView]:
         if self.devices is None:
-            self.devices = {d.name: d for s in self.newest_slices() for d in s.devices}
+            # A device name published twice in the newest generation (a driver bug) resolves to its first
+            # occurrence by slice name, so the ledger never depends on the order the slices arrived in.
+            index: dict[str, DeviceView] = {}
+            for view in sorted(self.newest_slices(), key=lambda s: s.name):
+                for device in view.devices:
+                    index.setdefault(device.name, device)
+            self.devices = index
         return self.devices
 
     def complete(self) -> bool:

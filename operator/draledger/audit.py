@@ -56,10 +56,13 @@ def run(
     output: str = "table",
     numa: bool = False,
     numa_attributes: Sequence[str] = (),
-    stdout: TextIO = sys.stdout,
-    stderr: TextIO = sys.stderr,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
     svg: str | None = None,
 ) -> int:
+    # The streams are looked up at call time, not import time, so redirect_stdout (and test capture) work.
+    stdout = stdout if stdout is not None else sys.stdout
+    stderr = stderr if stderr is not None else sys.stderr
     try:
         loaded = load_paths(paths)
     except DumpError as error:

@@ -162,6 +162,29 @@ def build_parser() -> argparse.ArgumentParser:
     crd = commands.add_parser("crd", help="print the NodeAllocatableLedger CustomResourceDefinition")
     crd.set_defaults(func=_crd)
 
+    demo = commands.add_parser(
+        "demo",
+        help="see it work, no cluster needed: an embedded API, a demo cluster, the real operator, a short story",
+        description="Start an embedded Kubernetes API with a 3-node DRA cluster, run the real operator against it "
+        "and play a short story (rebuild, gates, a vanishing ResourceSlice, a freeze); then print the ledgers.",
+    )
+    demo.add_argument("--serve", action="store_true",
+                      help="keep the cluster up afterwards and write a kubeconfig for kubectl (Ctrl-C stops)")
+    demo.add_argument("--fast", action="store_true", help="no pauses between the steps")
+    demo.add_argument("--kubeconfig", default="./draledger-demo.kubeconfig", metavar="PATH",
+                      help="where --serve writes the kubeconfig (default: ./draledger-demo.kubeconfig)")
+    demo.add_argument("--port", type=int, default=0, help="port of the embedded API on 127.0.0.1 (0: pick one)")
+    demo.add_argument("--svg", metavar="FILE", help="also draw the final ledgers as an SVG picture into FILE")
+    demo.add_argument("--log-file", metavar="FILE", help="the operator's logs (default: a temporary file)")
+
+    def _demo(args: argparse.Namespace) -> int:
+        from draledger.demo import run_demo
+
+        return run_demo(args.serve, args.fast, args.kubeconfig, sys.stdout, port=args.port, svg=args.svg,
+                        log_file=args.log_file)
+
+    demo.set_defaults(func=_demo)
+
     try:
         from draledger.devicemetadata.cli import add_parser as add_metadata
     except ImportError:  # pragma: no cover - only while the package is being built

@@ -50,6 +50,13 @@ def terms(emulator: Any, name: str) -> list[dict[str, Any]]:
     return pod_spec(emulator, name)["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
 
 
+def unallocated_claim(name: str = "unallocated") -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": "t"},
+        "spec": {"devices": {"requests": [{"name": "c", "exactly": {"deviceClassName": "example"}}]}},
+    }
+
+
 def allocated_claim(name: str, node: str, device: str) -> dict[str, Any]:
     return {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": "t"},
@@ -65,7 +72,7 @@ class TestRelease:
     async def test_held_during_rebuild_then_released(self) -> None:
         """A gated pod stays gated while the rebuild is incomplete, and is released once it completes."""
         async with serve_emulator() as (emulator, url):
-            emulator.load_objects([*case_items("v08"), gated_pod("g")])
+            emulator.load_objects([*case_items("v08"), unallocated_claim(), gated_pod("g")])
             emulator["list resource.k8s.io/v1/resourceclaims"][:2] << 500  # the claims LIST fails twice
             async with running(url) as operator:
                 await eventually(lambda: operator.metrics.gated.labels("Rebuilding")._value.get() == 1,
@@ -79,7 +86,7 @@ class TestRelease:
     async def test_affinity_keeps_pods_off_stale_and_frozen_nodes(self) -> None:
         """Released pods get metadata.name NotIn [stale, frozen nodes], in the same patch as the gate."""
         async with serve_emulator() as (emulator, url):
-            emulator.load_objects(case_items("v08"))
+            emulator.load_objects([*case_items("v08"), unallocated_claim()])
             async with running(url, pod_status="observe"):
                 await eventually(phase_is(emulator, "n3", "Ready"))
                 emulator.delete_object(SLICES, "n2-cpu")
@@ -99,7 +106,7 @@ class TestRelease:
                       {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n9"]}]}]
         affinity = {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": user_terms}}}
         async with serve_emulator() as (emulator, url):
-            emulator.load_objects(case_items("v08"))
+            emulator.load_objects([*case_items("v08"), unallocated_claim()])
             async with running(url, pod_status="observe"):
                 await eventually(phase_is(emulator, "n1", "Ready"))
                 emulator.patch_object(LEDGERS, "n1", {"spec": {"frozen": True}})
@@ -115,7 +122,7 @@ class TestRelease:
     async def test_foreign_gates_stay_and_conflicts_are_retried(self) -> None:
         """Only our gate goes; a 422 on the first try is retried with fresh state."""
         async with serve_emulator() as (emulator, url):
-            emulator.load_objects(case_items("v08"))
+            emulator.load_objects([*case_items("v08"), unallocated_claim()])
             async with running(url, pod_status="observe") as operator:
                 await eventually(phase_is(emulator, "n1", "Ready"))
                 emulator.inject_patch_error(PODS, 422)
@@ -142,10 +149,25 @@ class TestRelease:
                 assert [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}] == terms(
                     emulator, "big")
 
+    async def test_held_until_its_claim_is_seen(self) -> None:
+        """A pod seen before its (allocated) claim is held, not released unpinned, and goes to the claim's node."""
+        async with serve_emulator() as (emulator, url):
+            emulator.load_objects([*case_items("v08"), unallocated_claim()])
+            async with running(url, pod_status="observe") as operator:
+                await eventually(phase_is(emulator, "n1", "Ready"))
+                emulator.load_objects([gated_pod("early", claim="late")])
+                await eventually(lambda: operator.metrics.gated.labels("ClaimNotSeen")._value.get() == 1,
+                                 what="the pod held for its unseen claim")
+                assert not released(emulator, "early")
+                emulator.load_objects([allocated_claim("late", "n2", "b0")])
+                await eventually(lambda: released(emulator, "early"), what="release once the claim is seen")
+                assert [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}] == terms(
+                    emulator, "early")
+
     async def test_held_with_an_event_when_no_node_qualifies(self) -> None:
         """With every ledger Frozen the pod stays gated, counted by reason, with an Event saying why."""
         async with serve_emulator() as (emulator, url):
-            emulator.load_objects(case_items("v08"))
+            emulator.load_objects([*case_items("v08"), unallocated_claim()])
             async with running(url, pod_status="observe") as operator:
                 for node in ("n1", "n2", "n3"):
                     await eventually(phase_is(emulator, node, "Ready"))
@@ -166,7 +188,7 @@ class TestFreezeCommands:
     async def test_freeze_resume_and_export_from_the_command_line(self, tmp_path: Any) -> None:
         """`draledger freeze/resume/export` patch spec.frozen and export versions, against a live API."""
         async with serve_emulator() as (emulator, url):
-            emulator.load_objects(case_items("v08"))
+            emulator.load_objects([*case_items("v08"), unallocated_claim()])
             async with running(url, pod_status="observe"):
                 for node in ("n1", "n2", "n3"):
                     await eventually(phase_is(emulator, node, "Ready"))

@@ -5,9 +5,12 @@ Rules:
 2. A released pod may not land on a node whose ledger is Rebuilding, Stale or Frozen: its node affinity is
    tightened (``metadata.name NotIn [...]``) in the same JSON patch that removes the gate (KEP-3838 allows
    tightening while a pod is gated). Nodes without a ledger (outside the canary) are not restricted.
-3. When the pod's claims are already allocated, it may only go to their node(s), and only if its footprint
+3. A claim the pod names but the operator has not seen yet (its event may still be on the way) holds the pod:
+   it may already be allocated, and releasing early could send the pod where its claim is not.
+   A template claim not yet generated does not hold it: it cannot be allocated before this pod is scheduled.
+4. When the pod's claims are already allocated, it may only go to their node(s), and only if its footprint
    (claims included) fits in the node's ``free``; otherwise it stays gated with a reason.
-4. Only our gate is removed; other controllers' gates stay. The patch is guarded by ``resourceVersion``.
+5. Only our gate is removed; other controllers' gates stay. The patch is guarded by ``resourceVersion``.
 """
 
 from __future__ import annotations
@@ -36,16 +39,19 @@ class NodeStanding:
 @dataclass(frozen=True, slots=True)
 class Decision:
     release: bool
-    reason: str  # Released | Rebuilding | Frozen | NoReadyNode | NodeUnavailable | NoRoom | ClaimsOnDifferentNodes
+    reason: str  # Released | Rebuilding | Frozen | ClaimNotSeen | NoReadyNode | NodeUnavailable | NoRoom
+    # | ClaimsOnDifferentNodes
     message: str
     patch: list[dict[str, Any]] | None = None
 
 
 def _claims_charge(
     pod: PodView, catalog: Catalog, numa_attributes: tuple[str, ...]
-) -> tuple[Resources, set[str] | None]:
-    """The DRA part of the pod's footprint, and the nodes its allocated claims pin it to (None: unpinned)."""
+) -> tuple[Resources, set[str] | None, list[str]]:
+    """The DRA part of the pod's footprint, the nodes its allocated claims pin it to (None: unpinned), and the
+    claims it names that are not in the catalog yet."""
     charge: Resources = {}
+    unseen: list[str] = []
     pinned: set[str] | None = None
     seen: set[str] = set()
     for pod_claim in pod.claims:
@@ -53,7 +59,10 @@ def _claims_charge(
             continue
         seen.add(pod_claim.claim_name)
         claim = catalog.claim((pod.namespace, pod_claim.claim_name))
-        if claim is None or not claim.allocated:
+        if claim is None:
+            unseen.append(f"{pod.namespace}/{pod_claim.claim_name}")
+            continue
+        if not claim.allocated:
             continue
         if claim.allocation_nodes:
             nodes = set(claim.allocation_nodes)
@@ -61,7 +70,7 @@ def _claims_charge(
         contrib = contribution(claim, catalog, numa_attributes)
         if contrib.resolved:
             add_into(charge, contrib.pod_share(len(pod_claim.containers), with_mapping=True))
-    return charge, pinned
+    return charge, pinned, unseen
 
 
 def _fits(needed: Mapping[str, Quantity], free: Mapping[str, Quantity]) -> bool:
@@ -82,7 +91,9 @@ def decide(
     if cluster_frozen:
         return Decision(False, "Frozen", "admission of new claim pods is frozen cluster-wide")
     unsafe = sorted(name for name, standing in nodes.items() if standing.phase in UNSAFE_PHASES)
-    charge, pinned = _claims_charge(pod, catalog, numa_attributes)
+    charge, pinned, unseen = _claims_charge(pod, catalog, numa_attributes)
+    if unseen:
+        return Decision(False, "ClaimNotSeen", f"waiting to see its ResourceClaim {', '.join(unseen)}")
     if pinned is not None:
         if not pinned:
             return Decision(

@@ -22,6 +22,7 @@ from draledger.emulator.cluster import ClusterEmulator
 from draledger.emulator.discovery import CLUSTER_RESOURCES, Declaration, register_cluster_resources
 from draledger.emulator.errors import ApiError
 from draledger.emulator.journals import Change
+from draledger.emulator.printing import PrinterColumn
 from draledger.emulator.selectors import Selector, parse_selector
 from draledger.emulator.serving import serve_emulator, write_kubeconfig
 from draledger.emulator.store import ResourceSpec, Store
@@ -32,6 +33,7 @@ __all__ = [
     "Change",
     "ClusterEmulator",
     "Declaration",
+    "PrinterColumn",
     "ResourceSpec",
     "Selector",
     "Store",

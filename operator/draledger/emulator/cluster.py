@@ -12,6 +12,8 @@ Rules:
 4. Test helpers act in-process with the same semantics as HTTP: :meth:`ClusterEmulator.load_objects`,
    :meth:`~ClusterEmulator.patch_object`, :meth:`~ClusterEmulator.delete_object`, and the ``inject_*`` faults
    (:mod:`draledger.emulator.faults`).
+5. Reads answer a ``kind: Table`` when the client's ``Accept`` asks for one, as ``kubectl get`` does
+   (:mod:`draledger.emulator.printing`); ages are computed with ``now``.
 
 See the module docstrings of ``store``, ``watching``, ``listing``, ``selectors`` and ``patches`` for the
 exact semantics, and docs/emulator.md for what is deliberately not emulated.
@@ -29,7 +31,7 @@ import attrs
 import kmock
 from kmock._internal import rendering
 
-from draledger.emulator import errors, patches
+from draledger.emulator import errors, patches, printing
 from draledger.emulator.faults import Faults, WatchFault, WriteFault
 from draledger.emulator.listing import list_document
 from draledger.emulator.scaffold import ClusterScaffold, api_version_of, with_api_version
@@ -265,13 +267,26 @@ class ClusterEmulator(ClusterScaffold):
     async def _serve_replace(self, request: rendering.Request) -> rendering.Payload:
         return self._result(request)
 
+    def _table_version(self, request: rendering.Request) -> str | None:
+        """The Table version the client asked for (``Accept``), or None for plain JSON."""
+        return printing.requested_table(_header(request, "Accept"))
+
+    def _columns(self, spec: ResourceSpec) -> tuple[printing.PrinterColumn, ...]:
+        return self.printer_columns.get((spec.group, spec.plural), ())
+
     async def _serve_fetch(self, request: rendering.Request) -> rendering.Payload:
         spec = self.require(request.resource)
         namespace = request.namespace if spec.namespaced else None
         obj = self._store.get(spec.resource, namespace, str(request.name))
         if obj is None or request.subresource not in (None, "status"):
             raise errors.not_found(spec.plural, spec.group, str(request.name))
-        return with_api_version(obj, api_version_of(request.resource))
+        rendered = with_api_version(obj, api_version_of(request.resource))
+        table = self._table_version(request)
+        if table is None:
+            return rendered
+        return printing.object_table(
+            rendered, self._columns(spec), version=table, params=request.params, now=self.now()
+        )
 
     async def _serve_list(self, request: rendering.Request) -> rendering.Payload:
         spec = self.require(request.resource)
@@ -285,15 +300,35 @@ class ClusterEmulator(ClusterScaffold):
             for obj in self._store.live(spec.resource, namespace)
             if selector.matches(obj)
         ]
-        return list_document(
+        document = list_document(
             items,
             kind=spec.kind,
             api_version=api_version,
             resource_version=self._store.clock.current,
             params=request.params,
         )
+        table = self._table_version(request)
+        if table is None:
+            return document
+        return printing.table_of(
+            document["items"],
+            self._columns(spec),
+            version=table,
+            metadata=document["metadata"],
+            params=request.params,
+            now=self.now(),
+        )
 
-    async def _serve_watch(self, request: rendering.Request) -> AsyncIterator[rendering.Payload]:
+    async def _serve_watch(self, request: rendering.Request) -> rendering.Response:  # type: ignore[override]
+        """A watch stream, typed ``application/json`` like kube-apiserver's (kubectl picks its decoder by it).
+
+        kmock renders a returned Response by copying its headers onto the fallback reaction's own Response,
+        so every later watch gets the same header: harmless, as they all want it.
+        """
+        events = self._watch_events(request)
+        return rendering.Response(headers={"Content-Type": "application/json"}, payload=events)
+
+    async def _watch_events(self, request: rendering.Request) -> AsyncIterator[rendering.Payload]:
         spec = self.require(request.resource)
         selector = parse_selector(
             spec.plural, request.params.get("labelSelector"), request.params.get("fieldSelector")
@@ -309,6 +344,15 @@ class ClusterEmulator(ClusterScaffold):
                 name is None or meta.get("name") == name
             )
 
+        table = self._table_version(request)
+        columns = self._columns(spec)
+
+        def render(obj: dict[str, Any]) -> dict[str, Any]:
+            rendered = with_api_version(obj, api_version)
+            if table is None:
+                return rendered
+            return printing.object_table(rendered, columns, version=table, params=request.params, now=self.now())
+
         yield b""  # send the headers now: a quiet watch must still look connected to the client
         async for event in stream_events(
             self._store,
@@ -317,7 +361,7 @@ class ClusterEmulator(ClusterScaffold):
             scope=scope,
             selector=selector,
             params=params,
-            render=lambda obj: with_api_version(obj, api_version),
+            render=render,
             bookmark_interval=self.bookmark_interval,
         ):
             yield event

@@ -6,6 +6,9 @@ Rules:
    ``events.k8s.io/v1`` events, ``resource.k8s.io`` v1 and v1beta2 resourceslices, resourceclaims (status
    subresource) and deviceclasses, ``coordination.k8s.io/v1`` leases and ``draledger.dev/v1alpha1``
    nodeallocatableledgers (cluster-scoped, status subresource, short name ``nal``, category ``draledger``).
+   Each declaration may carry printer columns for server-side Tables (:mod:`draledger.emulator.printing`):
+   the ledgers' are the CRD's ``additionalPrinterColumns`` (:data:`draledger.crds.PRINTER_COLUMNS`); pods,
+   nodes, events, resourceslices and resourceclaims get a subset of kube-apiserver's built-in printers.
 2. Several versions of one group/plural share storage, like the apiserver: the preferred (storage) version
    is the highest by Kubernetes' version order (GA > beta > alpha, then by number), see
    :func:`version_priority`. Discovery also lists the preferred version first.
@@ -25,6 +28,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import kmock
+
+from draledger.crds import PRINTER_COLUMNS
+from draledger.emulator.printing import BUILTIN_COLUMNS, PrinterColumn, columns_from_crd
 
 __all__ = [
     "CLUSTER_RESOURCES",
@@ -50,23 +56,35 @@ class Declaration:
     subresources: tuple[str, ...] = ()
     shortnames: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
+    columns: tuple[PrinterColumn, ...] = ()  # server-side Table columns after Name (none: Age)
 
 
 _DRA_VERSIONS: Final = ("v1", "v1beta2")
 
 CLUSTER_RESOURCES: Final[tuple[Declaration, ...]] = (
     Declaration("v1/namespaces", "Namespace", False, ("status",), ("ns",)),
-    Declaration("v1/nodes", "Node", False, ("status",), ("no",)),
-    Declaration("v1/pods", "Pod", True, ("status",), ("po",), ("all",)),
-    Declaration("v1/events", "Event", True, (), ("ev",)),
+    Declaration("v1/nodes", "Node", False, ("status",), ("no",), (), BUILTIN_COLUMNS["", "nodes"]),
+    Declaration("v1/pods", "Pod", True, ("status",), ("po",), ("all",), BUILTIN_COLUMNS["", "pods"]),
+    Declaration("v1/events", "Event", True, (), ("ev",), (), BUILTIN_COLUMNS["", "events"]),
     Declaration("events.k8s.io/v1/events", "Event", True, (), ("ev",)),
     Declaration("coordination.k8s.io/v1/leases", "Lease", True),
     *(
         declaration
         for version in _DRA_VERSIONS
         for declaration in (
-            Declaration(f"resource.k8s.io/{version}/resourceslices", "ResourceSlice", False),
-            Declaration(f"resource.k8s.io/{version}/resourceclaims", "ResourceClaim", True, ("status",)),
+            Declaration(
+                f"resource.k8s.io/{version}/resourceslices",
+                "ResourceSlice",
+                False,
+                columns=BUILTIN_COLUMNS["resource.k8s.io", "resourceslices"],
+            ),
+            Declaration(
+                f"resource.k8s.io/{version}/resourceclaims",
+                "ResourceClaim",
+                True,
+                ("status",),
+                columns=BUILTIN_COLUMNS["resource.k8s.io", "resourceclaims"],
+            ),
             Declaration(f"resource.k8s.io/{version}/deviceclasses", "DeviceClass", False),
         )
     ),
@@ -77,6 +95,7 @@ CLUSTER_RESOURCES: Final[tuple[Declaration, ...]] = (
         ("status",),
         ("nal",),
         ("draledger",),
+        columns_from_crd(PRINTER_COLUMNS),
     ),
 )
 
@@ -84,8 +103,12 @@ CLUSTER_RESOURCES: Final[tuple[Declaration, ...]] = (
 def register_cluster_resources(
     emulator: kmock.KubernetesScaffold, declarations: Iterable[Declaration] = CLUSTER_RESOURCES
 ) -> None:
-    """Declare the resources (rule 1) in the emulator's discovery."""
+    """Declare the resources (rule 1) in the emulator's discovery, and their printer columns if it prints."""
+    printer_columns = getattr(emulator, "printer_columns", None)
     for declaration in declarations:
+        if isinstance(printer_columns, dict):
+            resource = kmock.resource(declaration.key)
+            printer_columns[str(resource.group or ""), str(resource.plural)] = declaration.columns
         emulator.resources[declaration.key] = kmock.ResourceInfo(
             kind=declaration.kind,
             singular=declaration.kind.lower(),

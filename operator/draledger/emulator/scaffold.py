@@ -28,6 +28,7 @@ from kmock._internal import apps, rendering
 
 from draledger.emulator import discovery, errors
 from draledger.emulator.parsing import parse_request
+from draledger.emulator.printing import PrinterColumn
 from draledger.emulator.store import ResourceSpec
 
 __all__ = ["ClusterScaffold"]
@@ -38,6 +39,8 @@ class ClusterScaffold(kmock.KubernetesEmulator):
     """kmock's emulator with faithful URLs, errors and discovery; no object semantics of its own."""
 
     server_version: tuple[int, int] = (1, 36)
+    # (group, plural) -> the columns of its server-side Table, filled by register_cluster_resources()
+    printer_columns: dict[tuple[str, str], tuple[PrinterColumn, ...]] = attrs.field(factory=dict)
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         await raw_request.read()

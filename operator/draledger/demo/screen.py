@@ -1,0 +1,99 @@
+"""The demo's output: a live, redrawn frame on a terminal; plain sequential snapshots in a pipe or in CI.
+
+Rules:
+1. A *frame* is the current picture of a step (its header, the ledgers, the held pods, a progress line).
+   On a TTY, :meth:`Screen.live` redraws the frame in place (cursor up, clear to the end of the screen) and
+   :meth:`Screen.commit` leaves the last version on screen; lines are cut to the terminal's width so that the
+   cursor arithmetic holds, and phases are coloured.
+2. Without a TTY, :meth:`Screen.live` writes nothing and :meth:`Screen.commit` writes the frame once: the
+   output is a readable log of snapshots, with no control characters.
+3. Every write is flushed: a reader at the other end of a pipe sees each step when it happens.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from typing import Final, TextIO
+
+__all__ = ["Screen"]
+
+_COLOURS: Final = {
+    "Ready": "32",
+    "Stale": "33",
+    "Overcommitted": "31",
+    "Frozen": "34",
+    "Rebuilding": "90",
+    "InSync": "32",
+    "Diverged": "35",
+}
+_PHASE_WORD: Final = re.compile(r"(?<=\s)(" + "|".join(_COLOURS) + r")(?=\s|$)")
+BOLD: Final = "\x1b[1m"
+RESET: Final = "\x1b[0m"
+
+
+class Screen:
+    def __init__(self, out: TextIO, tty: bool | None = None) -> None:
+        self.out = out
+        self.tty = out.isatty() if tty is None else tty
+        self._drawn = 0  # lines of the live frame currently on screen
+
+    def _width(self) -> int:
+        return max(40, shutil.get_terminal_size((120, 40)).columns)
+
+    def _styled(self, frame: str) -> str:
+        width = self._width()
+        lines = []
+        for line in frame.rstrip("\n").split("\n"):
+            line = line[: width - 1]
+            if line.startswith("== "):
+                line = f"{BOLD}{line}{RESET}"
+            else:
+                line = _PHASE_WORD.sub(lambda m: f"\x1b[{_COLOURS[m[1]]}m{m[1]}{RESET}", line)
+            lines.append(line)
+        return "\n".join(lines) + "\n"
+
+    def _erase(self) -> None:
+        if self._drawn:
+            self.out.write(f"\x1b[{self._drawn}F\x1b[J")
+            self._drawn = 0
+
+    def live(self, frame: str) -> None:
+        """Redraw the frame in place (TTY only)."""
+        if not self.tty:
+            return
+        styled = self._styled(frame)
+        if styled.count("\n") >= shutil.get_terminal_size((120, 40)).lines - 1:
+            return  # taller than the terminal: the cursor could not get back up; commit() will show it
+        self._erase()
+        self.out.write(styled)
+        self._drawn = styled.count("\n")
+        self.out.flush()
+
+    def commit(self, frame: str) -> None:
+        """Leave the frame on screen (TTY) or write it once (pipe)."""
+        if self.tty:
+            self._erase()
+            self.out.write(self._styled(frame))
+        else:
+            self.out.write(frame.rstrip("\n") + "\n")
+        self.out.write("\n")
+        self._drawn = 0
+        self.out.flush()
+
+    def say(self, text: str) -> None:
+        """Permanent text below whatever was committed."""
+        self._erase()
+        self.out.write(text.rstrip("\n") + "\n")
+        self.out.flush()
+
+    def start(self) -> None:
+        if self.tty:
+            self.out.write("\x1b[?25l")  # hide the cursor while frames are redrawn
+            self.out.flush()
+
+    def stop(self) -> None:
+        if self.tty:
+            self._erase()
+            self.out.write("\x1b[?25h")
+            self.out.flush()

@@ -1,0 +1,80 @@
+"""`draledger demo` end to end: the whole story, non-interactively (stdout is a pipe), to a clean exit."""
+
+from __future__ import annotations
+
+import io
+import pathlib
+import re
+import subprocess
+
+from draledger.demo import run_demo
+from tests.demo.conftest import draledger
+
+STEP_HEADERS = (
+    "== [1/6] The operator starts: ledgers Rebuilding, new claim pods held ==",
+    "== [2/6] Rebuilt: every ledger Ready, the gates open ==",
+    "== [3/6] A ResourceSlice vanishes: worker-2 turns Stale ==",
+    "== [4/6] The slice returns: Ready again, the held pod goes ==",
+    "== [5/6] Freeze worker-3: new claim pods stay gated ==",
+    "== [6/6] Resume worker-3: Ready, the last pod goes ==",
+    "== Final ledgers (with NUMA zones) ==",
+)
+
+
+def section(output: str, header: str) -> str:
+    """The output from ``header`` to the next step header."""
+    start = output.index(header)
+    end = output.find("\n== ", start + len(header))
+    return output[start : end if end > 0 else len(output)]
+
+
+def test_demo_fast_in_a_pipe(tmp_path: pathlib.Path) -> None:
+    """`draledger demo --fast` plays every step, prints the final ledgers (3 nodes Ready) and exits 0."""
+    svg, log = tmp_path / "ledgers.svg", tmp_path / "demo.log"
+    result = subprocess.run(
+        [*draledger(), "demo", "--fast", "--svg", str(svg), "--log-file", str(log)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert 0 == result.returncode, result.stdout + result.stderr
+    out = result.stdout
+    for header in STEP_HEADERS:
+        assert header in out
+    assert "Traceback" not in out + result.stderr
+    assert "\x1b[" not in out, "no terminal control sequences in a pipe"
+    assert "" == result.stderr
+
+    rebuild = section(out, STEP_HEADERS[0])
+    assert 3 == len(re.findall(r"^worker-\d\s+Rebuilding\s", rebuild, re.M))
+    assert re.search(r"ml/notebook-a\s+Rebuilding\s", rebuild)
+    stale = section(out, STEP_HEADERS[2])
+    assert re.search(r"^worker-2\s+Stale\s", stale, re.M)
+    assert re.search(r"ml/inference-1\s+NodeUnavailable\s+its claims' node\(s\) worker-2", stale)
+    assert "(metric draledger_gated_pods: NodeUnavailable=1)" in stale
+    assert "released web/report-1 (kept away from worker-2)" in stale
+    frozen = section(out, STEP_HEADERS[4])
+    assert re.search(r"^worker-3\s+Frozen\s", frozen, re.M)
+    assert "backfilled batch/legacy-etl: cpu=8" in section(out, STEP_HEADERS[1])
+
+    final = section(out, STEP_HEADERS[-1])
+    rows = re.findall(r"^(worker-\d)\s+(\S+)\s", final, re.M)
+    assert [("worker-1", "Ready"), ("worker-2", "Ready"), ("worker-3", "Ready")] == rows
+    assert 6 == len(re.findall(r"^  numa-[01]\s", final, re.M))
+    assert re.search(r"^3 ledgers Ready; 9 claims, each counted once; 5 gates released", final, re.M)
+    assert "<svg" in svg.read_text()
+    assert f"Operator and API logs: {log}" in out
+    assert '"logger": "kopf' in log.read_text()
+    assert not (tmp_path / "draledger-demo.kubeconfig").exists(), "only --serve writes a kubeconfig"
+
+
+def test_demo_live_on_a_terminal(tmp_path: pathlib.Path) -> None:
+    """On a TTY the frames are redrawn in place (cursor up, clear) and the story still ends with exit 0."""
+    out = io.StringIO()
+    code = run_demo(False, True, str(tmp_path / "unused"), out, log_file=str(tmp_path / "demo.log"), tty=True)
+    text = out.getvalue()
+    assert 0 == code, text
+    assert re.search(r"\x1b\[\d+F\x1b\[J", text), "live frames are redrawn"
+    assert "\x1b[?25l" in text, "the cursor is hidden"
+    assert 1 == text.count("\x1b[?25h"), "and shown again once"
+    assert "\x1b[32mReady\x1b[0m" in text
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    assert "== Final ledgers (with NUMA zones) ==" in plain

@@ -1,0 +1,532 @@
+"""Raw Kubernetes objects for the tests: plain builders, and the Hypothesis strategies built on them.
+
+The builders return JSON-shaped dicts exactly as ``kubectl get -o json`` prints them (v1.36 or v1.37 DRA
+shapes), so every test goes through the same readers as ``draledger audit``. The strategies generate small
+clusters (1-3 nodes) whose objects deliberately include the awkward cases: missing slices and devices,
+incomplete pools, template claims not generated yet, claims shared across pods, unreferenced claims,
+terminal and unbound pods, pod-level resources, overhead, init containers and sidecars.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from hypothesis import strategies as st
+
+Raw = dict[str, Any]
+
+# ----------------------------------------------------------------------------------------------------------
+# Builders
+# ----------------------------------------------------------------------------------------------------------
+
+
+def uid_of(*parts: str) -> str:
+    """A stable UID derived from the object's identity (tests compare UIDs)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "/".join(parts)))
+
+
+def node_obj(
+    name: str = "n1",
+    *,
+    allocatable: Mapping[str, Any] | None = None,
+    ready: bool | None = True,
+    reason: str | None = None,
+) -> Raw:
+    """A Node; ``ready=None`` leaves the Ready condition out."""
+    conditions = []
+    if ready is not None:
+        cond: Raw = {"type": "Ready", "status": "True" if ready else "False"}
+        if reason is not None:
+            cond["reason"] = reason
+        conditions.append(cond)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "uid": uid_of("node", name), "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "allocatable": dict(allocatable if allocatable is not None else {"cpu": "16", "memory": "64Gi"}),
+            "conditions": conditions,
+        },
+    }
+
+
+def container(
+    name: str,
+    requests: Mapping[str, Any] | None = None,
+    *,
+    limits: Mapping[str, Any] | None = None,
+    claims: Sequence[str] = (),
+    restart_policy: str | None = None,
+) -> Raw:
+    resources: Raw = {}
+    if requests is not None:
+        resources["requests"] = dict(requests)
+    if limits is not None:
+        resources["limits"] = dict(limits)
+    if claims:
+        resources["claims"] = [{"name": c} for c in claims]
+    out: Raw = {"name": name, "image": "registry.example/app:1", "resources": resources}
+    if restart_policy is not None:
+        out["restartPolicy"] = restart_policy
+    return out
+
+
+def direct(name: str, claim: str) -> Raw:
+    """A ``spec.resourceClaims[]`` entry naming a ResourceClaim."""
+    return {"name": name, "resourceClaimName": claim}
+
+
+def templated(name: str, template: str = "tmpl") -> Raw:
+    """A ``spec.resourceClaims[]`` entry generated from a ResourceClaimTemplate."""
+    return {"name": name, "resourceClaimTemplateName": template}
+
+
+def status_v136(claim: str, containers: Sequence[str], resources: Mapping[str, str]) -> Raw:
+    return {"resourceClaimName": claim, "containers": list(containers), "resources": dict(resources)}
+
+
+def status_v137(
+    claim: str,
+    containers: Sequence[str],
+    mapping: Mapping[str, str] | None = None,
+    overhead: Mapping[str, Mapping[str, str]] | None = None,
+) -> Raw:
+    out: Raw = {"resourceClaimName": claim, "containers": list(containers)}
+    if mapping is not None:
+        out["mapping"] = [{"name": r, "quantity": q} for r, q in sorted(mapping.items())]
+    if overhead is not None:
+        out["overhead"] = [{"name": r, **o} for r, o in sorted(overhead.items())]
+    return out
+
+
+def pod_obj(
+    name: str,
+    namespace: str = "t",
+    *,
+    node: str | None = "n1",
+    containers: Sequence[Raw] = (),
+    init_containers: Sequence[Raw] = (),
+    resource_claims: Sequence[Raw] = (),
+    generated: Mapping[str, str | None] | None = None,
+    claim_statuses: Sequence[Raw] | None = None,
+    phase: str | None = "Running",
+    pod_level: Mapping[str, Any] | None = None,
+    overhead: Mapping[str, Any] | None = None,
+) -> Raw:
+    """A Pod. ``generated`` maps pod claim names to generated claim names (status.resourceClaimStatuses)."""
+    spec: Raw = {"containers": list(containers)}
+    if init_containers:
+        spec["initContainers"] = list(init_containers)
+    if node:
+        spec["nodeName"] = node
+    if resource_claims:
+        spec["resourceClaims"] = list(resource_claims)
+    if pod_level is not None:
+        spec["resources"] = {"requests": dict(pod_level)}
+    if overhead is not None:
+        spec["overhead"] = dict(overhead)
+    status: Raw = {}
+    if phase is not None:
+        status["phase"] = phase
+    entries = dict(generated or {})
+    for entry in resource_claims:
+        if "resourceClaimName" in entry:
+            entries.setdefault(entry["name"], entry["resourceClaimName"])
+    if entries:
+        status["resourceClaimStatuses"] = [
+            {"name": n, **({"resourceClaimName": c} if c else {})} for n, c in entries.items()
+        ]
+    if claim_statuses is not None:
+        status["nodeAllocatableResourceClaimStatuses"] = list(claim_statuses)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "uid": uid_of("pod", namespace, name)},
+        "spec": spec,
+        "status": status,
+    }
+
+
+def device(
+    name: str,
+    *,
+    attributes: Mapping[str, Any] | None = None,
+    capacity: Mapping[str, str] | None = None,
+    v136: Mapping[str, Any] | None = None,
+    v137: Mapping[str, Any] | None = None,
+    multi: bool = False,
+) -> Raw:
+    """A device; ``attributes`` values that are ints become ``{int: v}``, strings ``{string: v}``."""
+    out: Raw = {"name": name}
+    if attributes:
+        out["attributes"] = {
+            k: ({"int": v} if isinstance(v, int) and not isinstance(v, bool) else {"string": v})
+            for k, v in attributes.items()
+        }
+    if capacity:
+        out["capacity"] = {k: {"value": v} for k, v in capacity.items()}
+    if multi:
+        out["allowMultipleAllocations"] = True
+    if v136 is not None:
+        out["nodeAllocatableResourceMappings"] = dict(v136)
+    if v137 is not None:
+        out["nodeAllocatableResources"] = dict(v137)
+    return out
+
+
+def slice_obj(
+    name: str,
+    *,
+    driver: str = "dra.example.com",
+    pool: str = "n1",
+    node: str | None = "n1",
+    devices: Sequence[Raw] = (),
+    generation: int = 1,
+    count: int = 1,
+    api_version: str = "resource.k8s.io/v1",
+) -> Raw:
+    """A ResourceSlice. For ``v1beta1`` the device fields move under ``basic``, as that version nests them."""
+    if api_version.endswith("/v1beta1"):
+        devices = [{"name": d["name"], "basic": {k: v for k, v in d.items() if k != "name"}} for d in devices]
+    spec: Raw = {
+        "driver": driver,
+        "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
+        "devices": list(devices),
+    }
+    if node:
+        spec["nodeName"] = node
+    else:
+        spec["allNodes"] = True
+    return {
+        "apiVersion": api_version,
+        "kind": "ResourceSlice",
+        "metadata": {"name": name, "uid": uid_of("slice", name)},
+        "spec": spec,
+    }
+
+
+def result(
+    device_name: str,
+    *,
+    pool: str = "n1",
+    driver: str = "dra.example.com",
+    request: str = "req",
+    consumed: Mapping[str, str] | None = None,
+) -> Raw:
+    out: Raw = {"request": request, "driver": driver, "pool": pool, "device": device_name}
+    if consumed is not None:
+        out["consumedCapacity"] = dict(consumed)
+    return out
+
+
+def claim_obj(
+    name: str,
+    namespace: str = "t",
+    *,
+    results: Sequence[Raw] | None = (),
+    node: str | None = "n1",
+) -> Raw:
+    """A ResourceClaim; ``results=None`` leaves it unallocated."""
+    status: Raw = {}
+    if results is not None:
+        allocation: Raw = {"devices": {"results": list(results)}}
+        if node:
+            allocation["nodeSelector"] = {"nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+            ]}
+        status["allocation"] = allocation
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace, "uid": uid_of("claim", namespace, name)},
+        "spec": {"devices": {"requests": [{"name": "req", "exactly": {"deviceClassName": "example"}}]}},
+        "status": status,
+    }
+
+
+def as_list(items: Iterable[Raw]) -> Raw:
+    """A ``kind: List`` as ``kubectl get ... -o json`` prints it."""
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": list(items)}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Strategies
+#
+# Drawing is kept cheap (a cluster takes ~200 draws): choices go through ``pick`` (one cached integers
+# strategy per size) rather than building a fresh ``sampled_from`` at every draw.
+# ----------------------------------------------------------------------------------------------------------
+
+NODE_NAMES = ("n0", "n1", "n2")
+GHOST_NODE = "gone"  # pods bound to a node that is not in the cluster (still consumers of their claims)
+NAMESPACES = ("a", "b")
+DRIVERS = ("cpu.example.com", "gpu.example.com")
+RESOURCES = ("cpu", "memory", "hugepages-2Mi")
+PHASES = ("Running", "Running", "Running", "Pending", "Succeeded", "Failed", None)
+POD_NAMES = ("p0", "p1", "p2", "p3")
+CLAIM_NAMES = ("c0", "c1", "c2")
+NUMA_ATTRIBUTES = ("numaNode", "resource.kubernetes.io/numaNode", "dra.cpu/numaNodeID", "numaNodeID",
+                   "{driver}/numaNode")
+API_VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
+LAYOUTS = ("one", "one", "two", "incomplete", "old-generation")
+QUANTITIES_OF = {
+    "cpu": ("0", "100m", "250m", "500m", "1", "2", "1500m", "4"),
+    "memory": ("0", "128Mi", "256Mi", "1Gi", "2Gi", "1536Mi"),
+    "hugepages-2Mi": ("0", "2Mi", "4Mi", "64Mi", "1Gi"),
+}
+MULTIPLIERS = ("1", "2", "500m", "1Gi", "3")
+CAPACITY_KEYS = ("size", "{driver}/size")
+
+
+def pick(draw: st.DrawFn, choices: Sequence[Any]) -> Any:
+    """One of ``choices`` (shrinks towards the first)."""
+    return choices[draw(st.integers(0, len(choices) - 1))]
+
+
+def chance(draw: st.DrawFn, one_in: int = 2) -> bool:
+    """True with probability about ``1/one_in`` (shrinks towards False)."""
+    return draw(st.integers(0, one_in - 1)) == one_in - 1
+
+
+def resource_list(
+    draw: st.DrawFn, names: Sequence[str] = ("cpu", "memory"), at_least_one: bool = False
+) -> dict[str, str]:
+    out = {r: pick(draw, QUANTITIES_OF[r]) for r in names if chance(draw)}
+    if at_least_one and not out:
+        out[names[0]] = pick(draw, QUANTITIES_OF[names[0]])
+    return out
+
+
+def _mapping_entry(draw: st.DrawFn, shape: str, with_capacity: bool) -> Raw:
+    """One resource's node-allocatable entry, in the v1.36 or v1.37 shape."""
+    keyed = with_capacity and chance(draw)
+    multiplier = pick(draw, MULTIPLIERS)
+    if shape == "v1.36":
+        entry: Raw = {}
+        if keyed:
+            entry["capacityKey"] = pick(draw, CAPACITY_KEYS)
+        if keyed or chance(draw):  # a missing allocationMultiplier defaults to 1
+            entry["allocationMultiplier"] = multiplier
+        return entry
+    out: Raw = {}
+    if keyed:
+        out["mapping"] = {"capacityKey": pick(draw, CAPACITY_KEYS), "capacityMultiplier": multiplier}
+    elif not chance(draw, 3):
+        out["mapping"] = {"deviceMultiplier": multiplier}
+    if not out or chance(draw, 3):
+        overhead: Raw = {}
+        if chance(draw):
+            overhead["perPod"] = pick(draw, ("100m", "1", "1Gi", "0"))
+        if not overhead or chance(draw):
+            overhead["perContainer"] = pick(draw, ("250m", "1", "512Mi"))
+        out["overhead"] = overhead
+    return out
+
+
+def _with_driver(value: Any, driver: str) -> Any:
+    """Substitute ``{driver}`` in a generated (nested) value."""
+    if isinstance(value, str):
+        return value.replace("{driver}", driver)
+    if isinstance(value, dict):
+        return {_with_driver(k, driver): _with_driver(v, driver) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_driver(v, driver) for v in value]
+    return value
+
+
+def _device(draw: st.DrawFn, name: str, driver: str, shape: str) -> Raw:
+    with_capacity = chance(draw)
+    capacity = {"size": pick(draw, ("4", "8", "1Gi", "64Mi"))} if with_capacity else None
+    entries = {r: _mapping_entry(draw, shape, with_capacity) for r in RESOURCES if chance(draw, 3)}
+    if not entries and not chance(draw, 4):  # most devices map something
+        entries["cpu"] = _mapping_entry(draw, shape, with_capacity)
+    attributes: Raw = {"model": "x"}
+    if not chance(draw, 4):
+        attributes[pick(draw, NUMA_ATTRIBUTES)] = draw(st.integers(0, 1))
+    built = device(name, attributes=attributes, capacity=capacity, multi=with_capacity,
+                   **({"v136": entries} if shape == "v1.36" else {"v137": entries}))
+    return _with_driver(built, driver)  # type: ignore[no-any-return]
+
+
+def _pool(draw: st.DrawFn, node: str, driver: str, shapes: Sequence[str]) -> list[Raw]:
+    """The slices of one pool: usually one; sometimes two (one possibly missing), or an older generation."""
+    pool = f"{node}-{driver.split('.')[0]}"
+    shape = pick(draw, shapes)
+    api_version = pick(draw, API_VERSIONS)
+    layout = pick(draw, LAYOUTS)
+    generation = draw(st.integers(1, 3))
+    count = 2 if layout in ("two", "incomplete") else 1
+    first = [_device(draw, f"d{i}", driver, shape) for i in range(draw(st.integers(1, 3)))]
+    slices = [slice_obj(pool, driver=driver, pool=pool, node=node, devices=first, generation=generation,
+                        count=count, api_version=api_version)]
+    if layout == "two":
+        second = [_device(draw, f"e{i}", driver, shape) for i in range(draw(st.integers(1, 2)))]
+        slices.append(slice_obj(f"{pool}-b", driver=driver, pool=pool, node=node, devices=second,
+                                generation=generation, count=2, api_version=api_version))
+    if layout == "old-generation":
+        old = [_device(draw, f"d{i}", driver, shape) for i in range(draw(st.integers(1, 2)))]
+        slices.append(slice_obj(f"{pool}-old", driver=driver, pool=pool, node=node, devices=old,
+                                generation=generation - 1, count=1, api_version=api_version))
+    return slices
+
+
+def plain_devices(slices: Iterable[Raw]) -> list[tuple[str, str, Raw]]:
+    """(driver, pool, device) of every device of the given raw slices, un-nested from ``basic``."""
+    out = []
+    for item in slices:
+        spec = item["spec"]
+        for dev in spec["devices"]:
+            flat = {"name": dev["name"], **dev["basic"]} if "basic" in dev else dev
+            out.append((spec["driver"], spec["pool"]["name"], flat))
+    return out
+
+
+def _claim(draw: st.DrawFn, namespace: str, name: str, slices: Sequence[Raw], nodes: Sequence[str]) -> Raw:
+    known = plain_devices(slices)
+    if chance(draw, 6):
+        return claim_obj(name, namespace, results=None)
+    results = []
+    for _ in range(draw(st.integers(1, 2))):
+        if known and not chance(draw, 7):
+            driver, pool, dev = pick(draw, known)
+            consumed: dict[str, str] | None = None
+            if dev.get("allowMultipleAllocations") and not chance(draw, 5):
+                key = pick(draw, ("size", f"{driver}/size", "other"))
+                consumed = {key: pick(draw, ("2", "4", "2Mi", "64Mi", "1"))}
+            results.append(result(dev["name"], pool=pool, driver=driver, consumed=consumed))
+        else:  # a device that no slice publishes: a missing device, or a pool with no slice at all
+            driver = pick(draw, DRIVERS)
+            pool = pick(draw, (*(f"{n}-{driver.split('.')[0]}" for n in nodes), "lost-pool"))
+            results.append(result("ghost", pool=pool, driver=driver))
+    return claim_obj(name, namespace, results=results, node=pick(draw, nodes))
+
+
+def _pod(draw: st.DrawFn, namespace: str, name: str, claim_names: Sequence[str], nodes: Sequence[str]) -> Raw:
+    node = pick(draw, (*nodes, *nodes, "", GHOST_NODE))
+    phase = pick(draw, PHASES)
+    names = [f"c{i}" for i in range(draw(st.integers(1, 3)))]
+    init_names = [f"i{i}" for i in range(pick(draw, (0, 0, 1, 2)))]
+    # pod claims rc0..: a ResourceClaim named directly, or through a template (sometimes not generated yet)
+    pod_claims: list[Raw] = []
+    generated: dict[str, str | None] = {}
+    chosen = [pick(draw, claim_names) for _ in range(pick(draw, (0, 1, 1, 2, 3)))]
+    for index, claim in enumerate(chosen):
+        pod_claim = f"rc{index}"
+        if not chance(draw, 4):
+            pod_claims.append(direct(pod_claim, claim))
+        else:
+            pod_claims.append(templated(pod_claim))
+            generated[pod_claim] = None if chance(draw, 6) else claim
+    references: dict[str, list[str]] = {}
+    for entry in pod_claims:  # 0..n containers (init containers too) reference each pod claim
+        for user in names + init_names:
+            if chance(draw):
+                references.setdefault(user, []).append(entry["name"])
+    containers = [container(c, resource_list(draw), claims=references.get(c, ())) for c in names]
+    inits = [container(i, resource_list(draw), claims=references.get(i, ()),
+                       restart_policy=pick(draw, (None, "Always"))) for i in init_names]
+    pod_level = resource_list(draw, at_least_one=True) if chance(draw, 5) else None
+    overhead = resource_list(draw, at_least_one=True) if chance(draw, 4) else None
+    statuses: list[Raw] | None = None
+    if chance(draw):
+        statuses = []
+        for claim in dict.fromkeys(chosen):
+            if chance(draw):
+                if chance(draw):
+                    statuses.append(status_v136(claim, names[:1], resource_list(draw, RESOURCES)))
+                else:
+                    extra = {"cpu": {"perContainer": pick(draw, QUANTITIES_OF["cpu"])}} if chance(draw) else None
+                    statuses.append(status_v137(claim, names[:1], resource_list(draw, RESOURCES), extra))
+    return pod_obj(name, namespace, node=node, containers=containers, init_containers=inits,
+                   resource_claims=pod_claims, generated=generated, claim_statuses=statuses, phase=phase,
+                   pod_level=pod_level, overhead=overhead)
+
+
+def _node(draw: st.DrawFn, name: str) -> Raw:
+    allocatable = {"cpu": pick(draw, ("4", "8", "16", "64")), "memory": pick(draw, ("8Gi", "16Gi", "64Gi")),
+                   "pods": "110"}
+    if chance(draw):
+        allocatable["hugepages-2Mi"] = pick(draw, ("0", "1Gi", "2Gi"))
+    return node_obj(name, allocatable=allocatable, ready=not chance(draw, 5))
+
+
+@st.composite
+def clusters(
+    draw: st.DrawFn,
+    min_nodes: int = 1,
+    max_nodes: int = 3,
+    shapes: Sequence[str] = ("v1.36", "v1.37"),
+    namespaces: Sequence[str] = NAMESPACES,
+) -> list[Raw]:
+    """A small cluster as a list of raw objects: Nodes, then ResourceSlices, ResourceClaims and Pods, with
+    device mappings in the given shapes. Fewer namespaces make claims shared across pods more likely."""
+    names = NODE_NAMES[: draw(st.integers(min_nodes, max_nodes))]
+    items: list[Raw] = [_node(draw, n) for n in names]
+    slices: list[Raw] = []
+    for node in names:
+        for driver in DRIVERS:
+            if not chance(draw, 4):
+                slices.extend(_pool(draw, node, driver, shapes))
+    if chance(draw, 4):  # a network-attached pool: published for no node, consumable from any
+        shape = pick(draw, shapes)
+        fabric = [_device(draw, f"nic{i}", "net.example.com", shape) for i in range(draw(st.integers(1, 2)))]
+        slices.append(slice_obj("fabric", driver="net.example.com", pool="fabric", node=None, devices=fabric))
+    items += slices
+    referable: dict[str, list[str]] = {}
+    crowded = len(namespaces) == 1
+    for namespace in namespaces:
+        present = [c for c in (CLAIM_NAMES[:2] if crowded else CLAIM_NAMES) if not chance(draw, 3)]
+        items += [_claim(draw, namespace, c, slices, names) for c in present]
+        # a pod may name a claim that does not exist (in a crowded cluster, deletes make those)
+        referable[namespace] = present if crowded and present else [*present, "missing"]
+    for namespace in namespaces:
+        items += [_pod(draw, namespace, p, referable[namespace], names) for p in POD_NAMES
+                  if not chance(draw, 4 if crowded else 2)]
+    return items
+
+
+def identity(item: Raw) -> tuple[str, str, str]:
+    """(kind, namespace, name) of a raw object."""
+    meta = item["metadata"]
+    return item["kind"], meta.get("namespace", ""), meta["name"]
+
+
+@st.composite
+def interleavings(draw: st.DrawFn, events: Sequence[Any], key: Any) -> list[Any]:
+    """A reordering of ``events`` that keeps each object's own events in order: out-of-order delivery across
+    objects, as separate watches deliver them."""
+    priorities = [draw(st.integers(0, 255)) for _ in events]
+    slots: dict[Any, list[Any]] = {}
+    for event in events:
+        slots.setdefault(key(event), []).append(event)
+    queues = {k: iter(v) for k, v in slots.items()}
+    order = sorted(range(len(events)), key=lambda i: (priorities[i], i))
+    return [next(queues[key(events[i])]) for i in order]
+
+
+@st.composite
+def event_streams(draw: st.DrawFn) -> list[tuple[str, Raw]]:
+    """Upserts, updates and deletes over two generated versions of one small cluster, plus relists.
+
+    Events are ``("upsert", raw)``, ``("delete", raw)`` and ``("relist", {})`` (re-upsert every object
+    current at that point, as a watch restart does). Events for different objects arrive out of order; each
+    object's own events stay in order.
+    """
+    namespaces = pick(draw, (("a",), ("a",), NAMESPACES))  # one namespace: more pods share each claim
+    versions = [draw(clusters(min_nodes=2, namespaces=namespaces)) for _ in range(2)]
+    variants: dict[tuple[str, str, str], list[Raw]] = {}
+    for version in versions:
+        for item in version:
+            variants.setdefault(identity(item), []).append(item)
+    logical: list[tuple[str, Raw]] = []
+    for options in variants.values():
+        for _ in range(draw(st.integers(1, 3))):
+            if chance(draw, 5):
+                logical.append(("delete", options[0]))
+            else:
+                logical.append(("upsert", pick(draw, options)))
+    stream: list[tuple[str, Raw]] = draw(interleavings(logical, key=lambda e: identity(e[1])))
+    for _ in range(pick(draw, (0, 0, 1, 2))):
+        stream.insert(draw(st.integers(0, len(stream))), ("relist", {}))
+    return stream

@@ -35,3 +35,19 @@ def test_every_metric_is_documented() -> None:
     assert names
     for name in names:
         assert name in doc, name
+
+
+def test_every_relative_link_resolves() -> None:
+    """Every relative link in README.md, docs/ and benchmarks/README.md names a file that exists."""
+    import re
+
+    pages = [ROOT / "README.md", ROOT / "benchmarks/README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if "://" in target or target.startswith(("#", "mailto:")):
+                continue
+            path = (page.parent / target.split("#")[0]).resolve()
+            if not path.exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert [] == broken

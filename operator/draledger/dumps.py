@@ -1,8 +1,9 @@
 """Dumps: ``kubectl get nodes,pods,resourceslices,resourceclaims -A -o json`` (or YAML) into a ClusterState.
 
 Rules:
-1. A file that does not parse, or is not a ``kind: List`` (or a single object of a known kind), is a
-   ``DumpError`` naming the file and the reason: the caller exits 2.
+1. A file that does not parse, or is not a ``kind: List`` (a typed list such as ``NodeList`` is one too), is a
+   ``DumpError`` naming the file and the reason: the caller exits 2. A single object is not a dump either:
+   the message says how to get a List of it.
 2. Inside a List, an item that is not an object, or is of an unknown kind, is a problem that names its
    position; every other item is still loaded.
 3. Floats never reach arithmetic: JSON numbers that are not integers are read as exact decimals.
@@ -59,7 +60,11 @@ def items_of(document: Any, source: str) -> list[Any]:
         raise DumpError(f"{source}: expected a kind: List object, got {type(document).__name__}")
     kind = document.get("kind")
     if kind in READERS:
-        return [document]
+        name = (document.get("metadata") or {}).get("name") if isinstance(document.get("metadata"), dict) else None
+        raise DumpError(
+            f"{source}: expected kind: List, got a single {kind} {name!r}: "
+            f"dump with `kubectl get {kind.lower()}s ... -o json`, which prints a List even for one object"
+        )
     if kind != "List" and not (isinstance(kind, str) and kind.endswith("List")):
         raise DumpError(f"{source}: expected kind: List (kubectl get ... -o json), got kind: {kind!r}")
     items = document.get("items")

@@ -45,6 +45,7 @@ _NANO: Final = Decimal("1e-9")
 # Enough digits for any quantity kube-apiserver accepts (it caps at 2^63-1 nano-units per int64 path,
 # and its inf.Dec path is arbitrary precision): products of two such values stay exact.
 _CTX: Final = Context(prec=120)
+_SUMS: Final = _CTX.copy()  # + and − call it directly (no localcontext); its flags are never read
 
 
 def _round_to_nano(value: Decimal) -> Decimal:
@@ -72,16 +73,11 @@ class Quantity:
         raise AttributeError("Quantity is immutable")
 
     # --- arithmetic: exact; the result keeps the left operand's format (Quantity.Add) ---
-    def _fmt_with(self, other: Quantity) -> Format | None:
-        return self.fmt if self.fmt is not None else other.fmt
-
     def __add__(self, other: Quantity) -> Quantity:
-        with localcontext(_CTX):
-            return Quantity(self.value + other.value, self._fmt_with(other))
+        return _exact(_SUMS.add(self.value, other.value), self.fmt if self.fmt is not None else other.fmt)
 
     def __sub__(self, other: Quantity) -> Quantity:
-        with localcontext(_CTX):
-            return Quantity(self.value - other.value, self._fmt_with(other))
+        return _exact(_SUMS.subtract(self.value, other.value), self.fmt if self.fmt is not None else other.fmt)
 
     def __neg__(self) -> Quantity:
         return Quantity(-self.value, self.fmt)
@@ -134,6 +130,25 @@ class Quantity:
             else:
                 return _base1024(int(value))
         return _base1000(value, fmt)
+
+
+def _exact(value: Decimal, fmt: Format | None) -> Quantity:
+    """``Quantity(value, fmt)`` for the result of an operation in ``_SUMS``, without the copy and checks.
+
+    The sum or difference of two nano-exact values is nano-exact (its exponent is the smaller of the
+    operands', so never below -9), and ``_round_to_nano`` would return it unchanged: skip it then. Any
+    other result goes through ``_round_to_nano`` as the constructor would send it.
+    """
+    exponent = value.as_tuple().exponent
+    if not (isinstance(exponent, int) and exponent >= -9):
+        value = _round_to_nano(value)
+    quantity = object.__new__(Quantity)
+    _set(quantity, "value", value)
+    _set(quantity, "fmt", fmt)
+    return quantity
+
+
+_set: Final = object.__setattr__
 
 
 def _base1024(number: int) -> str:

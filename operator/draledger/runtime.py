@@ -145,6 +145,8 @@ class Runtime:
             claim = read_claim(body)
             self._uids[kind][uid] = claim.key
             self.mark(state.upsert_claim(claim))
+            if self.gated:  # a held pod may have been waiting for this claim (ClaimNotSeen, pinning, room)
+                self.wakeup.set()
         else:
             view = read_slice(body)
             if view.shape == "v1.37" and view.devices:
@@ -175,6 +177,8 @@ class Runtime:
             self.gated.discard(key)
             return state.delete_pod(key)
         if kind == "resourceclaims":
+            if self.gated:
+                self.wakeup.set()
             return state.delete_claim(key)
         return state.delete_slice(key)
 

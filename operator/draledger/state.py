@@ -8,6 +8,8 @@ Rules:
 3. A ResourceSlice update whose pool generation is older than the one stored for the same slice is
    rejected (``GenerationRegression``) and changes nothing.
 4. Only views are kept (typed, frozen records), never raw bodies.
+5. What depends only on a node's ResourceSlices (its mapping fingerprint and NUMA zone capacity) is cached
+   per node and dropped by every upsert or delete of a slice in a pool the node has slices of.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from draledger.accounting.catalog import ClaimKey, PodKey, PoolKey
-from draledger.accounting.ledger import Flags, Ledger, compute
+from draledger.accounting.footprints import Resources
+from draledger.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint, node_zone_capacity
 from draledger.views import ClaimView, DeviceView, NodeView, PodView, Problem, SliceView
 
 Dirty = set[str]
+_NO_CLAIMS: frozenset[ClaimKey] = frozenset()
 
 
 class GenerationRegression(Exception):
@@ -56,6 +60,15 @@ class _Pool:
         return len(newest) >= expected
 
 
+@dataclass(slots=True)
+class _SliceDerived:
+    """Per-node values that depend only on the node's ResourceSlices (dropped whenever those change)."""
+
+    fingerprint: str | None = None
+    attributes: tuple[str, ...] | None = None  # the NUMA attributes ``capacity`` was computed with
+    capacity: dict[int, Resources] | None = None  # never mutated once stored
+
+
 class ClusterState:
     """Implements ``accounting.catalog.Catalog`` over incrementally maintained indexes."""
 
@@ -72,6 +85,7 @@ class ClusterState:
         self._pools: dict[PoolKey, _Pool] = {}
         self._node_slices: dict[str, set[str]] = {}
         self._consumers_sorted: dict[ClaimKey, tuple[PodKey, ...]] = {}
+        self._derived: dict[str, _SliceDerived] = {}  # node -> mapping fingerprint and zone capacity
 
     # ----- nodes -----
     def upsert_node(self, node: NodeView) -> Dirty:
@@ -80,21 +94,25 @@ class ClusterState:
 
     def delete_node(self, name: str) -> Dirty:
         self.nodes.pop(name, None)
+        self._derived.pop(name, None)
         return {name}
 
     # ----- pods -----
     def upsert_pod(self, pod: PodView) -> Dirty:
-        dirty = self.delete_pod(pod.key)
-        self.pods[pod.key] = pod
+        pod_key = pod.key  # one tuple, shared by every index
+        dirty = self.delete_pod(pod_key)
+        self.pods[pod_key] = pod
         if pod.counted:
-            self._pods_by_node.setdefault(pod.node_name, {})[pod.key] = pod
-            keys = frozenset((pod.namespace, c.claim_name) for c in pod.claims if c.claim_name)
-            self._pod_claims[pod.key] = keys
-            for key in keys:
-                self._consumers.setdefault(key, set()).add(pod.key)
-                self._consumers_sorted.pop(key, None)
+            self._pods_by_node.setdefault(pod.node_name, {})[pod_key] = pod
             dirty.add(pod.node_name)
-            dirty |= self._consumer_nodes(keys)
+            if pod.claims:
+                keys = frozenset((pod.namespace, c.claim_name) for c in pod.claims if c.claim_name)
+                if keys:  # most pods have no claim: store nothing for them
+                    self._pod_claims[pod_key] = keys
+                    for key in keys:
+                        self._consumers.setdefault(key, set()).add(pod_key)
+                        self._consumers_sorted.pop(key, None)
+                    dirty |= self._consumer_nodes(keys)
         return dirty
 
     def delete_pod(self, key: PodKey) -> Dirty:
@@ -105,7 +123,7 @@ class ClusterState:
         on_node.pop(key, None)
         if not on_node:
             self._pods_by_node.pop(old.node_name, None)
-        keys = self._pod_claims.pop(key, frozenset())
+        keys = self._pod_claims.pop(key, _NO_CLAIMS)
         for claim in keys:
             users = self._consumers.get(claim)
             if users is not None:
@@ -153,6 +171,7 @@ class ClusterState:
         pool.refresh()
         if view.node_name:
             self._node_slices.setdefault(view.node_name, set()).add(view.name)
+        self._forget_derived(pool)  # after: the node's slice set and the pool's newest generation changed
         return dirty | self._pool_nodes(view.pool_key)
 
     def delete_slice(self, name: str) -> Dirty:
@@ -161,6 +180,7 @@ class ClusterState:
             return set()
         pool = self._pools[old.pool_key]
         dirty = self._pool_nodes(old.pool_key)  # before: the nodes that saw it
+        self._forget_derived(pool)  # before: every node with a slice of the pool, the deleted one's too
         del pool.slices[name]
         if pool.slices:
             pool.refresh()
@@ -172,6 +192,16 @@ class ClusterState:
             if not names:
                 self._node_slices.pop(old.node_name, None)
         return dirty
+
+    def _forget_derived(self, pool: _Pool) -> None:
+        """Drop the cached fingerprint and zone capacity of every node with a slice in the pool.
+
+        A node's devices are its slices of each pool's newest generation, so a slice change reaches the
+        nodes of every slice in the same pool (its newest generation may move), not only its own node.
+        """
+        for other in pool.slices.values():
+            if other.node_name:
+                self._derived.pop(other.node_name, None)
 
     # ----- which nodes a change reaches -----
     def _consumer_nodes(self, claims: Iterable[ClaimKey]) -> Dirty:
@@ -228,4 +258,15 @@ class ClusterState:
     # ----- results -----
     def ledger(self, node: str, flags: Flags | None = None) -> Ledger | None:
         view = self.nodes.get(node)
-        return compute(view, self, flags or Flags()) if view is not None else None
+        if view is None:
+            return None
+        flags = flags or Flags()
+        derived = self._derived.get(node)
+        if derived is None:
+            derived = self._derived[node] = _SliceDerived()
+        if derived.fingerprint is None:
+            derived.fingerprint = mapping_fingerprint(self, node)
+        if derived.capacity is None or derived.attributes != flags.numa_attributes:
+            derived.capacity = node_zone_capacity(self, node, flags.numa_attributes)
+            derived.attributes = flags.numa_attributes
+        return compute(view, self, flags, fingerprint=derived.fingerprint, capacity=derived.capacity)

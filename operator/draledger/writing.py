@@ -26,7 +26,7 @@ from draledger.audit import now_rfc3339
 from draledger.backfill import Backfill
 from draledger.gating import Releaser
 from draledger.kubeapi import ApiError, Conflict, KubeApi
-from draledger.ledgers import PLURAL, ledger_object, status_json, status_of
+from draledger.ledgers import PLURAL, NodeAllocatableLedgerStatus, ledger_object, status_json, status_of
 from draledger.runtime import Runtime, Stored
 
 log = structlog.get_logger("draledger")
@@ -124,28 +124,10 @@ class Writer:
             ledger.phase, {r: line.free for r, line in ledger.resources.items()}
         )
         stored = runtime.stored.setdefault(node, Stored())
-        probe = status_json(
-            status_of(
-                ledger,
-                ledger_version=0,
-                mapping_version=0,
-                now="1970-01-01T00:00:00Z",
-                previous_conditions=stored.conditions,
-            )
-        )
-        content = semantic_content(probe)
-        if not (stored.exists and stored.content == content):
-            await self._write(node, ledger.node_uid, ledger.mapping_fingerprint, stored, content, ledger)
-            runtime.metrics.write_latency.observe(max(0.0, runtime.clock() - dirty_since))
-        if runtime.config.pod_status == "backfill":
-            await self.backfill.node(node)
-
-    async def _write(
-        self, node: str, node_uid: str, fingerprint: str, stored: Stored, content: str, ledger: Any
-    ) -> None:
-        runtime = self.runtime
+        # Build the status once, with the versions a write would carry; its semantic content (the same
+        # without versions and timestamps) decides whether to write at all.
         mapping_version = stored.mapping_version
-        if fingerprint != stored.fingerprint or mapping_version == 0:
+        if ledger.mapping_fingerprint != stored.fingerprint or mapping_version == 0:
             mapping_version += 1
         status = status_of(
             ledger,
@@ -154,6 +136,26 @@ class Writer:
             now=now_rfc3339(),
             previous_conditions=stored.conditions,
         )
+        body = status_json(status)
+        content = semantic_content(body)
+        if not (stored.exists and stored.content == content):
+            await self._write(node, ledger.node_uid, ledger.mapping_fingerprint, stored, content, status, body)
+            runtime.metrics.write_latency.observe(max(0.0, runtime.clock() - dirty_since))
+        if runtime.config.pod_status == "backfill":
+            await self.backfill.node(node)
+
+    async def _write(
+        self,
+        node: str,
+        node_uid: str,
+        fingerprint: str,
+        stored: Stored,
+        content: str,
+        status: NodeAllocatableLedgerStatus,
+        body: dict[str, Any],
+    ) -> None:
+        runtime = self.runtime
+        mapping_version = status.mapping_version
         if not stored.exists:
             obj = ledger_object(status, node_uid)
             obj.pop("status")
@@ -166,7 +168,6 @@ class Writer:
                 runtime.metrics.write_failures.labels("ledger", str(error.status)).inc()
                 raise
             stored.exists = True
-        body = status_json(status)
         if not await self._send(
             node, "ledger", self.api.merge_patch(f"{LEDGERS}/{node}/status", {"status": body})
         ):

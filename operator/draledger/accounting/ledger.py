@@ -109,7 +109,20 @@ class _ClaimAcc:
     problems: list[str] = field(default_factory=list)
 
 
-def compute(node: NodeView, catalog: Catalog, flags: Flags = Flags()) -> Ledger:
+def compute(
+    node: NodeView,
+    catalog: Catalog,
+    flags: Flags = Flags(),
+    *,
+    fingerprint: str | None = None,
+    capacity: dict[int, Resources] | None = None,
+) -> Ledger:
+    """One node's ledger.
+
+    ``fingerprint`` and ``capacity`` depend only on the node's ResourceSlices: a caller that keeps them
+    (``ClusterState`` does, per node) passes what ``mapping_fingerprint(catalog, node.name)`` and
+    ``node_zone_capacity(catalog, node.name, flags.numa_attributes)`` would return; None computes them here.
+    """
     problems: list[Problem] = [*node.problems, *catalog.slice_problems(node.name)]
     accs: dict[ClaimKey, _ClaimAcc] = {}
     pod_requests: Resources = {}
@@ -143,7 +156,9 @@ def compute(node: NodeView, catalog: Catalog, flags: Flags = Flags()) -> Ledger:
             scheduler_charged=charged_total.get(name, ZERO),
         )
 
-    zones = _zones(catalog, node.name, flags, zone_claims)
+    if capacity is None:
+        capacity = node_zone_capacity(catalog, node.name, flags.numa_attributes)
+    zones = _zones(capacity, zone_claims)
     stale_reasons = _pool_problems(catalog, node.name, accs, problems)
     claims = tuple(_claim_line(acc) for _, acc in sorted(accs.items()))
     for line in claims:
@@ -158,7 +173,7 @@ def compute(node: NodeView, catalog: Catalog, flags: Flags = Flags()) -> Ledger:
         claims=claims,
         conditions=conditions,
         problems=tuple(problems),
-        mapping_fingerprint=mapping_fingerprint(catalog, node.name),
+        mapping_fingerprint=fingerprint if fingerprint is not None else mapping_fingerprint(catalog, node.name),
     )
 
 
@@ -245,10 +260,13 @@ def _claim_line(acc: _ClaimAcc) -> ClaimLine:
     )
 
 
-def _zones(
-    catalog: Catalog, node: str, flags: Flags, zone_claims: dict[int, Resources]
-) -> dict[int, dict[str, ZoneLine]]:
-    capacity = zone_capacity(catalog.node_devices(node), flags.numa_attributes)
+def node_zone_capacity(catalog: Catalog, node: str, attributes: tuple[str, ...]) -> dict[int, Resources]:
+    """What each NUMA zone of the node could hold: depends only on the node's ResourceSlices."""
+    return zone_capacity(catalog.node_devices(node), attributes)
+
+
+def _zones(capacity: dict[int, Resources], zone_claims: dict[int, Resources]) -> dict[int, dict[str, ZoneLine]]:
+    """``capacity`` is only read (a caller may pass a cached value)."""
     zones: dict[int, dict[str, ZoneLine]] = {}
     for zone in sorted(capacity.keys() | zone_claims.keys()):
         caps, used = capacity.get(zone, {}), zone_claims.get(zone, {})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,10 +35,11 @@ class ClaimView:
     reserved_for: tuple[str, ...]  # pod UIDs
     allocation_nodes: tuple[str, ...] = ()  # from status.allocation.nodeSelector: metadata.name In [...]
     problems: tuple[Problem, ...] = ()
+    # (namespace, name), built once: the state indexes and the runtime's uid map share this one tuple.
+    key: tuple[str, str] = dataclasses.field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.namespace, self.name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.namespace, self.name))
 
 
 def read_claim(raw: AbstractMapping[str, Any]) -> ClaimView:
@@ -55,8 +58,8 @@ def read_claim(raw: AbstractMapping[str, Any]) -> ClaimView:
         results.append(
             AllocationResult(
                 request=reader.string(result.get("request"), f"{path}.request"),
-                driver=reader.string(result.get("driver"), f"{path}.driver"),
-                pool=reader.string(result.get("pool"), f"{path}.pool"),
+                driver=sys.intern(reader.string(result.get("driver"), f"{path}.driver")),
+                pool=sys.intern(reader.string(result.get("pool"), f"{path}.pool")),
                 device=reader.string(result.get("device"), f"{path}.device"),
                 consumed=consumed,
             )
@@ -79,7 +82,7 @@ def read_claim(raw: AbstractMapping[str, Any]) -> ClaimView:
             ):
                 nodes.extend(v for v in field.get("values") or [] if isinstance(v, str))
     return ClaimView(
-        namespace=reader.ref.namespace,
+        namespace=sys.intern(reader.ref.namespace),
         name=reader.ref.name,
         uid=reader.string(meta.get("uid"), "metadata.uid"),
         results=tuple(results),

@@ -8,8 +8,9 @@ Container requests default to limits where only a limit is given, as the API ser
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping as AbstractMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from draledger.accounting.footprints import aggregate_containers
@@ -77,15 +78,21 @@ class PodView:
     scheduling_gates: tuple[str, ...]
     gate_info: GateInfo | None
     problems: tuple[Problem, ...] = ()
+    # (namespace, name), built once: the state indexes and the runtime's uid map all share this one tuple.
+    key: tuple[str, str] = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.namespace, self.name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.namespace, self.name))
 
     @property
     def counted(self) -> bool:
         """Counts on its node: bound, and neither Succeeded nor Failed."""
         return bool(self.node_name) and self.phase not in TERMINAL_PHASES
+
+
+def _intern(text: str) -> str:
+    """Namespaces, node names, phases and container names repeat across thousands of pods: keep one copy."""
+    return sys.intern(text)
 
 
 def _requests(reader: Reader, raw: object, path: str) -> dict[str, Quantity]:
@@ -111,7 +118,7 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
         for index, container in enumerate(reader.items(spec.get(field_name), f"spec.{field_name}")):
             path = f"spec.{field_name}[{index}]"
             container = reader.mapping(container, path)
-            cname = reader.string(container.get("name"), f"{path}.name")
+            cname = _intern(reader.string(container.get("name"), f"{path}.name"))
             resources = reader.mapping(container.get("resources"), f"{path}.resources")
             requests = _requests(reader, resources, f"{path}.resources")
             if field_name == "containers":
@@ -156,12 +163,12 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
         if isinstance(g, dict) and isinstance(g.get("name"), str)
     )
     return PodView(
-        namespace=reader.ref.namespace,
+        namespace=_intern(reader.ref.namespace),
         name=reader.ref.name,
         uid=reader.string(meta.get("uid"), "metadata.uid"),
         resource_version=reader.string(meta.get("resourceVersion"), "metadata.resourceVersion"),
-        node_name=reader.string(spec.get("nodeName"), "spec.nodeName"),
-        phase=reader.string(status.get("phase"), "status.phase"),
+        node_name=_intern(reader.string(spec.get("nodeName"), "spec.nodeName")),
+        phase=_intern(reader.string(status.get("phase"), "status.phase")),
         ordinary=aggregate_containers(containers, inits),
         pod_level=reader.quantities(spec_resources.get("requests"), "spec.resources.requests"),
         overhead=reader.quantities(spec.get("overhead"), "spec.overhead"),
@@ -190,7 +197,9 @@ def _claim_statuses(reader: Reader, status: AbstractMapping[str, Any]) -> tuple[
         path = f"{field}[{index}]"
         entry = reader.mapping(entry, path)
         containers = tuple(
-            c for c in reader.items(entry.get("containers"), f"{path}.containers") if isinstance(c, str)
+            _intern(c)
+            for c in reader.items(entry.get("containers"), f"{path}.containers")
+            if isinstance(c, str)
         )
         mapping: dict[str, Quantity] = {}
         per_pod: dict[str, Quantity] = {}

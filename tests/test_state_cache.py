@@ -1,0 +1,202 @@
+"""ClusterState's per-node cache of what depends only on ResourceSlices (mapping fingerprint, zone capacity).
+
+Every ledger the state computes with its cache must equal the same ledger computed from scratch: by
+``compute`` without cached values over the same state, and by ``audit`` loading the same objects afresh.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from draledger import dumps
+from draledger.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint
+from draledger.audit import ledgers_of
+from draledger.ledgers import status_json, status_of
+from draledger.state import ClusterState, GenerationRegression
+from draledger.views import read_claim, read_node, read_pod, read_slice
+from strategies import Raw, device, event_streams, identity, node_obj, slice_obj
+
+NOW = "2026-12-02T10:00:00Z"
+READERS: dict[str, Any] = {
+    "Node": read_node,
+    "Pod": read_pod,
+    "ResourceClaim": read_claim,
+    "ResourceSlice": read_slice,
+}
+
+
+def cores(count: int, *, multiplier: str = "1", numa: int = 0) -> list[Raw]:
+    return [
+        device(f"core-{i}", attributes={"numaNode": numa}, v136={"cpu": {"allocationMultiplier": multiplier}})
+        for i in range(count)
+    ]
+
+
+def printed(ledger: Ledger) -> dict[str, Any]:
+    """The status as written (canonical quantities, formats included)."""
+    return status_json(status_of(ledger, ledger_version=1, mapping_version=1, now=NOW))
+
+
+def from_scratch(state: ClusterState, node: str, flags: Flags) -> Ledger:
+    view = state.nodes[node]
+    return compute(view, state, flags)  # no cached values: everything recomputed from the indexes
+
+
+def cached(state: ClusterState, node: str, flags: Flags | None = None) -> Ledger:
+    ledger = state.ledger(node, flags)
+    assert ledger is not None
+    return ledger
+
+
+def zone_cpu(ledger: Ledger) -> dict[int, str]:
+    return {zone: str(lines["cpu"].capacity) for zone, lines in ledger.zones.items() if "cpu" in lines}
+
+
+class TestInvalidation:
+    def test_slice_update_changes_fingerprint_and_zone_capacity(self) -> None:
+        state = ClusterState()
+        state.upsert_node(read_node(node_obj("n1")))
+        state.upsert_slice(read_slice(slice_obj("s1", devices=cores(4), generation=1)))
+        first = cached(state, "n1")
+        assert {0: "4"} == zone_cpu(first)
+        assert cached(state, "n1").mapping_fingerprint == first.mapping_fingerprint  # served from the cache
+
+        state.upsert_slice(read_slice(slice_obj("s1", devices=cores(4, multiplier="2"), generation=2)))
+        second = cached(state, "n1")
+        assert second.mapping_fingerprint != first.mapping_fingerprint
+        assert {0: "8"} == zone_cpu(second)
+        assert printed(second) == printed(from_scratch(state, "n1", Flags()))
+
+    def test_republish_with_same_devices_keeps_fingerprint(self) -> None:
+        state = ClusterState()
+        state.upsert_node(read_node(node_obj("n1")))
+        state.upsert_slice(read_slice(slice_obj("s1", devices=cores(2), generation=1)))
+        first = cached(state, "n1")
+        state.upsert_slice(read_slice(slice_obj("s1", devices=cores(2), generation=2)))
+        assert cached(state, "n1").mapping_fingerprint == first.mapping_fingerprint
+
+    def test_slice_delete_and_readd(self) -> None:
+        state = ClusterState()
+        state.upsert_node(read_node(node_obj("n1")))
+        empty = cached(state, "n1")
+        state.upsert_slice(read_slice(slice_obj("s1", devices=cores(2, numa=1))))
+        with_slice = cached(state, "n1")
+        assert {1: "2"} == zone_cpu(with_slice)
+        assert with_slice.mapping_fingerprint != empty.mapping_fingerprint
+
+        state.delete_slice("s1")
+        gone = cached(state, "n1")
+        assert gone.mapping_fingerprint == empty.mapping_fingerprint
+        assert {} == gone.zones
+
+        state.upsert_slice(read_slice(slice_obj("s1", devices=cores(3, numa=1))))
+        assert {1: "3"} == zone_cpu(cached(state, "n1"))
+
+    def test_slice_moving_between_nodes(self) -> None:
+        state = ClusterState()
+        for name in ("n1", "n2"):
+            state.upsert_node(read_node(node_obj(name)))
+        state.upsert_slice(read_slice(slice_obj("s1", pool="p", node="n1", devices=cores(2))))
+        assert {0: "2"} == zone_cpu(cached(state, "n1"))
+        assert {} == zone_cpu(cached(state, "n2"))
+        state.upsert_slice(read_slice(slice_obj("s1", pool="p", node="n2", devices=cores(2), generation=2)))
+        assert {} == zone_cpu(cached(state, "n1"))
+        assert {0: "2"} == zone_cpu(cached(state, "n2"))
+
+    def test_newer_generation_on_another_node_reaches_the_pool(self) -> None:
+        """A slice of the same pool, published for another node, can retire this node's devices: the pool's
+        newest generation moved, and this node's cache must be dropped too."""
+        state = ClusterState()
+        for name in ("n1", "n2"):
+            state.upsert_node(read_node(node_obj(name)))
+        state.upsert_slice(read_slice(slice_obj("a", pool="p", node="n1", devices=cores(2), count=2)))
+        assert {0: "2"} == zone_cpu(cached(state, "n1"))
+        state.upsert_slice(read_slice(slice_obj("b", pool="p", node="n2", devices=cores(1), generation=2)))
+        after = cached(state, "n1")
+        assert {} == zone_cpu(after)
+        assert printed(after) == printed(from_scratch(state, "n1", Flags()))
+        state.delete_slice("b")  # generation 1 is the newest again
+        assert {0: "2"} == zone_cpu(cached(state, "n1"))
+
+    def test_generation_regression_keeps_the_cache_valid(self) -> None:
+        state = ClusterState()
+        state.upsert_node(read_node(node_obj("n1")))
+        state.upsert_slice(read_slice(slice_obj("s1", devices=cores(2), generation=5)))
+        before = printed(cached(state, "n1"))
+        with pytest.raises(GenerationRegression):
+            state.upsert_slice(read_slice(slice_obj("s1", devices=cores(9), generation=4)))
+        assert before == printed(cached(state, "n1"))
+
+    def test_numa_attributes_are_part_of_the_key(self) -> None:
+        state = ClusterState()
+        state.upsert_node(read_node(node_obj("n1")))
+        devices = [
+            device("c0", attributes={"numaNode": 0, "socket": 1}, v136={"cpu": {}}),
+            device("c1", attributes={"numaNode": 0, "socket": 2}, v136={"cpu": {}}),
+        ]
+        state.upsert_slice(read_slice(slice_obj("s1", devices=devices)))
+        assert {0: "2"} == zone_cpu(cached(state, "n1"))
+        by_socket = Flags(numa_attributes=("socket",))
+        assert {1: "1", 2: "1"} == zone_cpu(cached(state, "n1", by_socket))
+        assert {0: "2"} == zone_cpu(cached(state, "n1"))
+
+    def test_node_delete_drops_its_entry(self) -> None:
+        state = ClusterState()
+        state.upsert_node(read_node(node_obj("n1")))
+        state.upsert_slice(read_slice(slice_obj("s1", devices=cores(2))))
+        cached(state, "n1")
+        state.delete_node("n1")
+        assert state.ledger("n1") is None
+        state.upsert_node(read_node(node_obj("n1")))
+        assert {0: "2"} == zone_cpu(cached(state, "n1"))
+
+
+class TestCachedEqualsScratch:
+    @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow,
+                                                                      HealthCheck.data_too_large])
+    @given(event_streams())
+    def test_after_every_event(self, stream: list[tuple[str, Raw]]) -> None:
+        """Random upserts, updates, deletes and relists: after every event, every node's cached ledger
+        equals ``compute`` without the cache; at the end, also ``audit`` over the objects the state holds."""
+        state = ClusterState()
+        current: dict[tuple[str, str, str], Raw] = {}
+        numa = Flags(numa_attributes=("numaNode",))
+
+        def apply(op: str, raw: Raw) -> None:
+            kind, namespace, name = identity(raw)
+            if op == "delete":
+                {"Node": lambda: state.delete_node(name),
+                 "Pod": lambda: state.delete_pod((namespace, name)),
+                 "ResourceClaim": lambda: state.delete_claim((namespace, name)),
+                 "ResourceSlice": lambda: state.delete_slice(name)}[kind]()
+                current.pop((kind, namespace, name), None)
+                return
+            view = READERS[kind](raw)
+            try:
+                {"Node": state.upsert_node, "Pod": state.upsert_pod, "ResourceClaim": state.upsert_claim,
+                 "ResourceSlice": state.upsert_slice}[kind](view)
+            except GenerationRegression:
+                return
+            current[(kind, namespace, name)] = raw
+
+        for op, raw in stream:
+            if op == "relist":
+                for item in list(current.values()):
+                    apply("upsert", item)
+            else:
+                apply(op, raw)
+            for node in sorted(state.nodes):  # fill (or hit) the cache after every event
+                for flags in (Flags(), numa):
+                    ledger = cached(state, node, flags)
+                    assert printed(ledger) == printed(from_scratch(state, node, flags))
+                    assert ledger.mapping_fingerprint == mapping_fingerprint(state, node)
+
+        loaded = dumps.Loaded()
+        dumps.load_items(list(current.values()), "generated", loaded)
+        audited = {item["metadata"]["name"]: item["status"] for item in ledgers_of(loaded, Flags(), NOW)}
+        incremental = {node: status_json(status_of(cached(state, node), ledger_version=1, mapping_version=1,
+                                                   now=NOW)) for node in state.nodes}
+        assert audited == incremental

@@ -20,7 +20,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
 from enum import Enum
 from typing import Final
 
-__all__ = ["ZERO", "Format", "Quantity", "QuantityError", "parse_quantity"]
+__all__ = ["PARSED", "ZERO", "Format", "Quantity", "QuantityError", "parse_quantity"]
 
 
 class QuantityError(ValueError):
@@ -184,6 +184,8 @@ def _base1000(value: Decimal, fmt: Format) -> str:
 ZERO: Final = Quantity(0, None)
 
 _CACHE: dict[str, Quantity] = {}
+# Read-only for callers: text -> what parse_quantity(text) returned (a fast path for hot readers).
+PARSED: Final[dict[str, Quantity]] = _CACHE
 
 
 def parse_quantity(raw: object) -> Quantity:

@@ -20,7 +20,25 @@ Resources = dict[str, Quantity]
 
 def add_into(total: Resources, more: Mapping[str, Quantity]) -> None:
     for name, quantity in more.items():
-        total[name] = total.get(name, ZERO) + quantity
+        current = total.get(name)
+        total[name] = _zero_plus(quantity) if current is None else current + quantity
+
+
+# id(q) -> (q, ZERO + q). The same few parsed quantities ("100m", "1Gi") start most sums; keeping q in the
+# entry keeps its id from being reused. ``ZERO + q`` is a pure function of an immutable q: the memoized
+# result is exactly what the addition returns (value, exponent and format).
+_ZERO_PLUS: dict[int, tuple[Quantity, Quantity]] = {}
+
+
+def _zero_plus(quantity: Quantity) -> Quantity:
+    hit = _ZERO_PLUS.get(id(quantity))
+    if hit is not None and hit[0] is quantity:
+        return hit[1]
+    result = ZERO + quantity
+    if len(_ZERO_PLUS) >= 4096:  # bounded: start over (one-off sums of a ledger pass through here too)
+        _ZERO_PLUS.clear()
+    _ZERO_PLUS[id(quantity)] = (quantity, result)
+    return result
 
 
 def added(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> Resources:

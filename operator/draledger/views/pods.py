@@ -15,7 +15,17 @@ from typing import Any
 
 from draledger.accounting.footprints import aggregate_containers
 from draledger.quantities import Quantity
-from draledger.views.problems import Problem, Reader, ref_of
+from draledger.views.problems import (
+    Bail,
+    Problem,
+    Reader,
+    fast_items,
+    fast_mapping,
+    fast_quantities,
+    fast_quantity,
+    fast_string,
+    ref_of,
+)
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -104,6 +114,157 @@ def _requests(reader: Reader, raw: object, path: str) -> dict[str, Quantity]:
 
 
 def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
+    """The pod's view: the fast reader for a plainly well-formed body, else the full one (same result)."""
+    try:
+        return _read_pod_fast(raw)
+    except Bail:
+        return read_pod_full(raw)
+
+
+_intern_str = sys.intern
+
+
+def _read_pod_fast(raw: AbstractMapping[str, Any]) -> PodView:
+    """``read_pod_full`` for a body it would report no problem for; raises Bail on anything else."""
+    meta = fast_mapping(raw.get("metadata"))
+    if "spec" not in raw:
+        raise Bail
+    spec = fast_mapping(raw["spec"])
+    status = fast_mapping(raw.get("status"))
+    name = meta.get("name")
+    if not (isinstance(name, str) and name):
+        name = "<unnamed>"
+    namespace = meta.get("namespace")
+    if not isinstance(namespace, str):
+        namespace = ""
+
+    references: dict[str, list[str]] = {}
+    containers: list[dict[str, Quantity]] = []
+    inits: list[tuple[dict[str, Quantity], bool]] = []
+    for field_name in ("initContainers", "containers"):
+        regular = field_name == "containers"
+        for container in fast_items(spec.get(field_name)):
+            if type(container) is not dict:
+                container = fast_mapping(container)
+            cname = container.get("name")
+            cname = _intern_str(cname if type(cname) is str else fast_string(cname))
+            resources = container.get("resources")
+            if type(resources) is not dict:
+                resources = fast_mapping(resources)
+            requests = fast_quantities(resources.get("requests"))
+            limits = resources.get("limits")
+            if limits is not None:
+                for lname, limit in fast_quantities(limits).items():
+                    requests.setdefault(lname, limit)
+            if regular:
+                containers.append(requests)
+            else:
+                inits.append((requests, container.get("restartPolicy") == "Always"))
+            refs = resources.get("claims")
+            if refs is not None:
+                for ref in fast_items(refs):
+                    claim = fast_string(fast_mapping(ref).get("name"))
+                    users = references.setdefault(claim, [])
+                    if cname not in users:
+                        users.append(cname)
+
+    generated: dict[str, str | None] = {}
+    for entry in fast_items(status.get("resourceClaimStatuses")):
+        entry = fast_mapping(entry)
+        value = entry.get("resourceClaimName")
+        generated[fast_string(entry.get("name"))] = value if isinstance(value, str) and value else None
+
+    claims: list[PodClaim] = []
+    for entry in fast_items(spec.get("resourceClaims")):
+        entry = fast_mapping(entry)
+        cname = fast_string(entry.get("name"))
+        direct = fast_string(entry.get("resourceClaimName"))
+        template = fast_string(entry.get("resourceClaimTemplateName"))
+        if not direct and not template:
+            raise Bail
+        claim_name = direct or generated.get(cname)
+        claims.append(PodClaim(cname, claim_name, not direct, tuple(references.get(cname, ()))))
+
+    spec_resources = fast_mapping(spec.get("resources"))
+    affinity = fast_mapping(spec.get("affinity"))
+    raw_gates = spec.get("schedulingGates")
+    gates: tuple[str, ...] = (
+        ()
+        if raw_gates is None
+        else tuple(
+            g["name"] for g in fast_items(raw_gates) if isinstance(g, dict) and isinstance(g.get("name"), str)
+        )
+    )
+    return PodView(
+        namespace=_intern_str(namespace),
+        name=name,
+        uid=fast_string(meta.get("uid")),
+        resource_version=fast_string(meta.get("resourceVersion")),
+        node_name=_intern_str(fast_string(spec.get("nodeName"))),
+        phase=_intern_str(fast_string(status.get("phase"))),
+        ordinary=aggregate_containers(containers, inits),
+        pod_level=fast_quantities(spec_resources.get("requests")),
+        overhead=fast_quantities(spec.get("overhead")),
+        claims=tuple(claims),
+        claim_statuses=_claim_statuses_fast(status),
+        scheduling_gates=gates,
+        gate_info=GateInfo(
+            created=fast_string(meta.get("creationTimestamp")),
+            has_affinity="affinity" in spec and spec.get("affinity") is not None,
+            node_affinity=dict(affinity["nodeAffinity"])
+            if isinstance(affinity.get("nodeAffinity"), dict)
+            else None,
+        )
+        if gates
+        else None,
+    )
+
+
+def _claim_statuses_fast(status: AbstractMapping[str, Any]) -> tuple[ClaimStatus, ...] | None:
+    entries = status.get("nodeAllocatableResourceClaimStatuses")
+    if entries is None:
+        return None
+    out: list[ClaimStatus] = []
+    for entry in fast_items(entries):
+        entry = fast_mapping(entry)
+        containers = tuple(_intern_str(c) for c in fast_items(entry.get("containers")) if isinstance(c, str))
+        mapping: dict[str, Quantity] = {}
+        per_pod: dict[str, Quantity] = {}
+        per_container: dict[str, Quantity] = {}
+        shape = "v1.36"
+        if "resources" in entry:
+            mapping = fast_quantities(entry.get("resources"))
+        if "mapping" in entry or "overhead" in entry:
+            shape = "v1.37"
+            for item in fast_items(entry.get("mapping")):
+                item = fast_mapping(item)
+                name = fast_string(item.get("name"))
+                quantity = fast_quantity(item.get("quantity"))
+                if name:
+                    mapping[name] = quantity
+            for item in fast_items(entry.get("overhead")):
+                item = fast_mapping(item)
+                name = fast_string(item.get("name"))
+                for key, target in (("perPod", per_pod), ("perContainer", per_container)):
+                    if item.get(key) is not None:
+                        quantity = fast_quantity(item.get(key))
+                        if name:
+                            target[name] = quantity
+        out.append(
+            ClaimStatus(
+                claim_name=fast_string(entry.get("resourceClaimName")),
+                containers=containers,
+                mapping=mapping,
+                per_pod=per_pod,
+                per_container=per_container,
+                shape=shape,
+            )
+        )
+    return tuple(out)
+
+
+def read_pod_full(raw: AbstractMapping[str, Any]) -> PodView:
+    """The full reader: every field path checked, every defect a named problem."""
     reader = Reader(ref_of(raw, "Pod"))
     meta = reader.mapping(raw.get("metadata"), "metadata")
     if "spec" not in raw:

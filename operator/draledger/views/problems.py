@@ -10,7 +10,7 @@ from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from draledger.quantities import Quantity, QuantityError, parse_quantity
+from draledger.quantities import PARSED, Quantity, QuantityError, parse_quantity
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +103,65 @@ class Reader:
             if parsed is not None:
                 out[name] = parsed
         return out
+
+
+class Bail(Exception):
+    """Raised by the fast readers when a body is not plainly well formed: the full reader then runs.
+
+    The fast readers (``read_pod``, ``read_claim``, each device of ``read_slice``) build no field paths and
+    no problems. On anything the full reader would report (a wrong type, an unparsable quantity, a missing
+    required field) they give up, and the full reader reads the same body from the start, so the view and
+    its problems (in order) are exactly the full reader's.
+    """
+
+
+def fast_mapping(raw: object) -> AbstractMapping[str, Any]:
+    """``Reader.mapping`` without a problem: None reads as empty; anything but a dict bails."""
+    if raw is None:
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    raise Bail
+
+
+def fast_items(raw: object) -> list[Any]:
+    if raw is None:
+        return []
+    if isinstance(raw, list):
+        return raw
+    raise Bail
+
+
+def fast_string(raw: object, default: str = "") -> str:
+    if raw is None:
+        return default
+    if isinstance(raw, str):
+        return raw
+    raise Bail
+
+
+def fast_quantity(raw: object) -> Quantity:
+    try:
+        return parse_quantity(raw)
+    except QuantityError:
+        raise Bail from None
+
+
+def fast_quantities(raw: object) -> dict[str, Quantity]:
+    """``Reader.quantities`` when every value parses; bails otherwise."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise Bail
+    out: dict[str, Quantity] = {}
+    parsed = PARSED
+    try:
+        for name, value in raw.items():
+            quantity = parsed.get(value) if type(value) is str else None
+            out[name] = quantity if quantity is not None else parse_quantity(value)
+    except QuantityError:
+        raise Bail from None
+    return out
 
 
 def ref_of(raw: AbstractMapping[str, Any], kind: str) -> ObjectRef:

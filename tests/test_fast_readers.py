@@ -1,0 +1,132 @@
+"""The fast readers (no field paths, no problems; they give up on anything unusual) must return exactly what
+the full readers return: the same view, the same quantities (value, exponent and format), the same problems
+in the same order. Checked on generated clusters and on the same objects with fields broken at random."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from draledger.accounting.footprints import add_into
+from draledger.quantities import ZERO, Quantity, parse_quantity
+from draledger.views.pods import read_pod, read_pod_full
+from draledger.views.slices import read_slice
+from strategies import Raw, clusters, device, slice_obj
+
+JUNK = st.sampled_from([None, 0, 7, -1, True, 1.5, "", "x", "12q", "-1", "100m", "1Gi", [], {}, [None], {"a": 1}])
+
+
+def strict(value: Any) -> Any:
+    """Nested tuples where a Quantity shows its exact Decimal and its format (stricter than ``==``)."""
+    if isinstance(value, Quantity):
+        return ("Q", str(value.value), value.value.as_tuple(), value.fmt)
+    if isinstance(value, Decimal):
+        return ("D", str(value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (type(value).__name__, *(strict(getattr(value, f.name)) for f in dataclasses.fields(value)))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, strict(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(strict(v) for v in value)
+    return value
+
+
+def paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            out += paths(value, (*prefix, key))
+    elif isinstance(obj, list):
+        for index, value in enumerate(obj):
+            out += paths(value, (*prefix, index))
+    return out
+
+
+@st.composite
+def broken(draw: st.DrawFn, kind: str) -> Raw:
+    """One generated object of ``kind``, with up to three fields replaced by junk (or deleted)."""
+    items = [i for i in draw(clusters(shapes=("v1.36", "v1.36", "v1.37"))) if i["kind"] == kind]
+    if not items:
+        items = [{"kind": kind, "metadata": {"name": "empty"}, "spec": {}}]
+    raw = copy.deepcopy(draw(st.sampled_from(items)))
+    if kind == "ResourceSlice" and draw(st.integers(0, 5)) == 0:
+        raw["apiVersion"] = "resource.k8s.io/v1beta1"
+    for _ in range(draw(st.integers(0, 3))):
+        where = paths(raw)
+        if not where:
+            break
+        path = draw(st.sampled_from(where))
+        parent = raw
+        for step in path[:-1]:
+            parent = parent[step]
+        if isinstance(parent, dict) and draw(st.booleans()):
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = copy.deepcopy(draw(JUNK))
+    return raw
+
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(broken("Pod"))
+def test_fast_pod_reader_equals_full_reader(raw: Raw) -> None:
+    assert strict(read_pod(raw)) == strict(read_pod_full(raw))
+
+
+@SETTINGS
+@given(broken("ResourceSlice"))
+def test_fast_slice_reader_equals_full_reader(raw: Raw) -> None:
+    assert strict(read_slice(raw)) == strict(read_slice(raw, fast=False))
+
+
+ODD_DEVICES = [
+    device("ok", attributes={"numaNode": 1}, capacity={"size": "2Mi"}, v136={"hugepages-2Mi": {"capacityKey": "size"}}),
+    device("qualified", capacity={"dra.example.com/size": "2Mi"}, v136={"hugepages-2Mi": {"capacityKey": "size"}}),
+    device("no-capacity", v136={"hugepages-2Mi": {"capacityKey": "size"}}),
+    device("wrong-key", capacity={"size": "2Mi"}, v136={"hugepages-2Mi": {"capacityKey": "other"}}),
+    device("negative", v136={"cpu": {"allocationMultiplier": "-1"}}),
+    device("bad-multiplier", v136={"cpu": {"allocationMultiplier": "lots"}}),
+    device("int-multiplier", v136={"cpu": {"allocationMultiplier": 2}}),
+    device("zero", v136={"cpu": {"allocationMultiplier": "0"}}),
+    device("not-allocatable", v136={"gpu": {}, "cpu": None}),
+    device("v137", v137={"cpu": {"mapping": {"deviceMultiplier": "2"}}}),
+    {"name": "bad-capacity", "capacity": {"size": {"value": None}}},
+    {"name": "list-key", "nodeAllocatableResourceMappings": {"cpu": {"capacityKey": ["size"]}}},
+    {"name": 5, "attributes": {"a": {"int": True}, "b": {"int": 3}, "c": "x"}},
+    None,
+    "junk",
+]
+
+
+@pytest.mark.parametrize("api_version", ["resource.k8s.io/v1", "resource.k8s.io/v1beta1"])
+def test_odd_devices_read_as_the_full_reader_reads_them(api_version: str) -> None:
+    for index in range(len(ODD_DEVICES)):
+        devices = ODD_DEVICES[index:] + ODD_DEVICES[:index]
+        if api_version.endswith("/v1beta1"):
+            devices = [d for d in devices if isinstance(d, dict)]
+        raw = slice_obj("s", devices=devices, api_version=api_version)
+        assert strict(read_slice(raw)) == strict(read_slice(raw, fast=False))
+        assert strict(read_slice(raw)) == strict(read_slice(copy.deepcopy(raw)))  # the mapping cache
+
+
+@given(st.lists(st.sampled_from(["100m", "1", "1k", "1e3", "0.5", "2Gi", "-0", "1.000000000000", "1n", "7"]),
+                max_size=6))
+def test_sums_start_exactly_as_zero_plus(texts: list[str]) -> None:
+    """``add_into`` memoizes ``ZERO + q`` for a missing name: the result is the addition's, exponent and
+    format included."""
+    total: dict[str, Quantity] = {}
+    expected: dict[str, Quantity] = {}
+    for index, text in enumerate(texts):
+        quantity = parse_quantity(text)
+        name = f"r{index % 3}"
+        add_into(total, {name: quantity})
+        expected[name] = expected.get(name, ZERO) + quantity
+    assert strict(total) == strict(expected)

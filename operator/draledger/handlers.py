@@ -7,7 +7,7 @@ finalizers, no per-object tasks).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
@@ -57,6 +57,21 @@ class InfiniteBackoffs:
             delay = min(delay * 2, 15.0)
 
 
+class NoDiffBase(kopf.DiffBaseStorage):
+    """No diff base: Kopf builds one for every event (two deep copies of the body) to detect changes for
+    change-detection handlers. This operator has none, so the copies were pure cost (the largest single one
+    with realistic pod bodies, see docs/performance.md). Nothing is stored on any object."""
+
+    def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
+        return cast(kopf.BodyEssence, {})
+
+    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
+        return None
+
+
 def settings_for(runtime: Runtime) -> kopf.OperatorSettings:
     config = runtime.config
     settings = kopf.OperatorSettings()
@@ -64,6 +79,7 @@ def settings_for(runtime: Runtime) -> kopf.OperatorSettings:
     settings.posting.enabled = False  # we post our own Events, on ledgers only
     settings.peering.standalone = True
     settings.persistence.finalizer = "draledger.dev/unused"
+    settings.persistence.diffbase_storage = NoDiffBase()
     settings.watching.server_timeout = config.watch_timeout
     settings.watching.client_timeout = config.watch_timeout + 15
     settings.watching.connect_timeout = 10

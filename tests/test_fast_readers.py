@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 from draledger.accounting.footprints import add_into
 from draledger.quantities import ZERO, Quantity, parse_quantity
+from draledger.views.claims import read_claim, read_claim_full
 from draledger.views.pods import read_pod, read_pod_full
 from draledger.views.slices import read_slice
 from strategies import Raw, clusters, device, slice_obj
@@ -49,14 +51,17 @@ def paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 @st.composite
-def broken(draw: st.DrawFn, kind: str) -> Raw:
-    """One generated object of ``kind``, with up to three fields replaced by junk (or deleted)."""
+def broken(draw: st.DrawFn, kind: str, decorate: Callable[[st.DrawFn, Raw], None] | None = None) -> Raw:
+    """One generated object of ``kind`` (given more fields by ``decorate``), with up to three fields replaced
+    by junk (or deleted)."""
     items = [i for i in draw(clusters(shapes=("v1.36", "v1.36", "v1.37"))) if i["kind"] == kind]
     if not items:
         items = [{"kind": kind, "metadata": {"name": "empty"}, "spec": {}}]
     raw = copy.deepcopy(draw(st.sampled_from(items)))
     if kind == "ResourceSlice" and draw(st.integers(0, 5)) == 0:
         raw["apiVersion"] = "resource.k8s.io/v1beta1"
+    if decorate is not None:
+        decorate(draw, raw)
     for _ in range(draw(st.integers(0, 3))):
         where = paths(raw)
         if not where:
@@ -85,6 +90,65 @@ def test_fast_pod_reader_equals_full_reader(raw: Raw) -> None:
 @given(broken("ResourceSlice"))
 def test_fast_slice_reader_equals_full_reader(raw: Raw) -> None:
     assert strict(read_slice(raw)) == strict(read_slice(raw, fast=False))
+
+
+def outcome(read: Callable[[Raw], Any], raw: Raw) -> Any:
+    """What a reader gives for ``raw``: its view (strictly), or the type of what it raised."""
+    try:
+        return strict(read(raw))
+    except Exception as error:  # the full reader's own failures must be the fast path's too
+        return ("raised", type(error).__name__)
+
+
+def claim_extras(draw: st.DrawFn, raw: Raw) -> None:
+    """What generated claims lack: ``reservedFor``, more node selector terms, consumed capacity."""
+    status = raw.setdefault("status", {})
+    if draw(st.booleans()):
+        status["reservedFor"] = draw(st.lists(st.one_of(
+            st.fixed_dictionaries({"resource": st.just("pods"), "name": st.just("p"),
+                                   "uid": st.sampled_from(["u1", "u2", "u1"])}),
+            st.fixed_dictionaries({"name": st.just("p")}),
+            JUNK,
+        ), max_size=3))
+    allocation = status.get("allocation")
+    if isinstance(allocation, dict) and draw(st.booleans()):
+        terms = allocation.setdefault("nodeSelector", {}).setdefault("nodeSelectorTerms", [])
+        terms.append({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2", "n1", "n2"]}],
+                      "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]})
+        results = allocation.get("devices", {}).get("results") or []
+        if results and draw(st.booleans()):
+            results[0]["consumedCapacity"] = {"size": draw(st.sampled_from(["2Mi", "1Gi", "100m", "1"]))}
+
+
+@SETTINGS
+@given(broken("ResourceClaim", claim_extras))
+def test_fast_claim_reader_equals_full_reader(raw: Raw) -> None:
+    assert outcome(read_claim, raw) == outcome(read_claim_full, raw)
+
+
+ODD_CLAIMS = [
+    {"kind": "ResourceClaim"},
+    {"kind": "ResourceClaim", "metadata": None, "status": None},
+    {"kind": "ResourceClaim", "metadata": {"name": "", "namespace": 3, "uid": 4}},
+    {"kind": "ResourceClaim", "metadata": {"name": "c"}, "status": {"allocation": {}}},
+    {"kind": "ResourceClaim", "metadata": {"name": "c"}, "status": {"allocation": {"devices": {"results": [None]}}}},
+    {"kind": "ResourceClaim", "metadata": {"name": "c"},
+     "status": {"allocation": {"devices": {"results": [{"device": "d", "consumedCapacity": {}}]}}}},
+    {"kind": "ResourceClaim", "metadata": {"name": "c"},
+     "status": {"allocation": {"devices": {"results": [{"device": "d", "consumedCapacity": {"s": "1x"}}]}}}},
+    {"kind": "ResourceClaim", "metadata": {"name": "c"},
+     "status": {"allocation": {"nodeSelector": {"nodeSelectorTerms": [None, 1, {"matchFields": None}]}}}},
+    {"kind": "ResourceClaim", "metadata": {"name": "c"},
+     "status": {"allocation": {"nodeSelector": {"nodeSelectorTerms": [
+         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": 7}]}]}}}},
+    {"kind": "ResourceClaim", "metadata": {"name": "c"}, "status": {"reservedFor": {"uid": "u"}}},
+    {"kind": "ResourceClaim", "metadata": {"name": "c"}, "status": {"reservedFor": [{"uid": 1}, "u", {"uid": "u"}]}},
+]
+
+
+@pytest.mark.parametrize("raw", ODD_CLAIMS)
+def test_odd_claims_read_as_the_full_reader_reads_them(raw: Raw) -> None:
+    assert outcome(read_claim, raw) == outcome(read_claim_full, raw)
 
 
 ODD_DEVICES = [

@@ -114,6 +114,16 @@ class Metrics:
         )
         for phase in PHASES:
             self.ledgers.labels(phase).set(0)
+        # kind -> the bound ``inc`` of that kind's child: ``labels(kind)`` is a lookup under a lock, once per
+        # watch event otherwise. Filled on a kind's first event, so no series appears before it has one.
+        self._event_counters: dict[str, Callable[[], None]] = {}
+
+    def count_event(self, kind: str) -> None:
+        """``events.labels(kind).inc()``, without the label lookup."""
+        inc = self._event_counters.get(kind)
+        if inc is None:
+            inc = self._event_counters[kind] = self.events.labels(kind).inc
+        inc()
 
     def watch_mapping_ages(self, ages: Callable[[], Iterable[tuple[str, float]]]) -> None:
         self.registry.register(_MappingAge(ages))

@@ -71,12 +71,16 @@ class Runtime:
 
     # ----- dirtiness -----
     def mark(self, nodes: set[str]) -> None:
+        if not nodes:
+            return
+        dirty = self.dirty
         now = None
         for node in nodes:
-            if node and node not in self.dirty:
-                self.dirty[node] = now = self.clock() if now is None else now
-        if nodes:
-            self.wakeup.set()
+            if node and node not in dirty:
+                if now is None:
+                    now = self.clock()
+                dirty[node] = now
+        self.wakeup.set()
 
     def mark_all(self) -> None:
         self.mark(set(self.state.nodes) | set(self.stored))
@@ -105,8 +109,12 @@ class Runtime:
     # ----- events -----
     def event(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> None:
         """One watch event of one of the four kinds; never raises."""
-        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
-        uid = str(meta.get("uid", "")) if meta else ""
+        meta = body.get("metadata")
+        if not isinstance(meta, dict):
+            meta = {}
+        uid = meta.get("uid", "")
+        if type(uid) is not str:
+            uid = str(uid)
         try:
             if event_type == "DELETED":
                 self._delete(kind, uid, body)
@@ -115,32 +123,35 @@ class Runtime:
         except Exception:  # a reader bug must never stop the watch
             log.exception("event not applied", kind=kind, uid=uid, name=meta.get("name") if meta else None)
         finally:
-            self.metrics.events.labels(kind).inc()
+            self.metrics.count_event(kind)
             self.health[kind].contact(self.clock())
-            if (kind, uid) in self._pending:
-                self._pending.discard((kind, uid))
+            pending = self._pending
+            if pending and (kind, uid) in pending:  # empty once rebuilt: no tuple built per event
+                pending.discard((kind, uid))
                 self._check_rebuilt()
 
     def _upsert(self, kind: str, uid: str, body: Mapping[str, Any]) -> None:
         state = self.state
-        if kind == "nodes":
+        if kind == "pods":  # the most frequent kind first
+            pod = read_pod(body)
+            key = pod.key
+            statuses = pod.claim_statuses
+            if statuses:  # the last entry's shape, as a loop over them would leave it
+                self.shape_seen = statuses[-1].shape
+            if GATE in pod.scheduling_gates:
+                self.gated.add(key)
+                self.wakeup.set()
+            elif self.gated:
+                self.gated.discard(key)
+            self._uids[kind][uid] = key
+            self.mark(state.upsert_pod(pod))
+        elif kind == "nodes":
             node = read_node(body)
             if not self._node_filter(node.labels):
                 self.mark(state.delete_node(node.name))
                 return
             self._uids[kind][uid] = node.name
             self.mark(state.upsert_node(node))
-        elif kind == "pods":
-            pod = read_pod(body)
-            for status in pod.claim_statuses or ():
-                self.shape_seen = status.shape
-            if GATE in pod.scheduling_gates:
-                self.gated.add(pod.key)
-                self.wakeup.set()
-            else:
-                self.gated.discard(pod.key)
-            self._uids[kind][uid] = pod.key
-            self.mark(state.upsert_pod(pod))
         elif kind == "resourceclaims":
             claim = read_claim(body)
             self._uids[kind][uid] = claim.key

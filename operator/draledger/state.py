@@ -23,7 +23,6 @@ from draledger.accounting.ledger import Flags, Ledger, compute, mapping_fingerpr
 from draledger.views import ClaimView, DeviceView, NodeView, PodView, Problem, SliceView
 
 Dirty = set[str]
-_NO_CLAIMS: frozenset[ClaimKey] = frozenset()
 
 
 class GenerationRegression(Exception):
@@ -100,11 +99,30 @@ class ClusterState:
     # ----- pods -----
     def upsert_pod(self, pod: PodView) -> Dirty:
         pod_key = pod.key  # one tuple, shared by every index
+        node = pod.node_name
+        old = self.pods.get(pod_key)
+        if (
+            old is not None
+            and not pod.claims
+            and old.node_name == node
+            and pod.counted
+            and old.counted
+            and pod_key not in self._pod_claims
+        ):
+            # The common update: a counted pod without claims stays on its node (a resize, a status
+            # change). The same as delete + add below, without the claim bookkeeping: re-inserted so the
+            # indexes keep the new view's key tuple and ``pods`` keeps the order delete + add gives it.
+            del self.pods[pod_key]
+            self.pods[pod_key] = pod
+            on_node = self._pods_by_node[node]
+            del on_node[pod_key]
+            on_node[pod_key] = pod
+            return {node}
         dirty = self.delete_pod(pod_key)
         self.pods[pod_key] = pod
         if pod.counted:
-            self._pods_by_node.setdefault(pod.node_name, {})[pod_key] = pod
-            dirty.add(pod.node_name)
+            self._pods_by_node.setdefault(node, {})[pod_key] = pod
+            dirty.add(node)
             if pod.claims:
                 keys = frozenset((pod.namespace, c.claim_name) for c in pod.claims if c.claim_name)
                 if keys:  # most pods have no claim: store nothing for them
@@ -112,7 +130,7 @@ class ClusterState:
                     for key in keys:
                         self._consumers.setdefault(key, set()).add(pod_key)
                         self._consumers_sorted.pop(key, None)
-                    dirty |= self._consumer_nodes(keys)
+                    self._consumer_nodes(keys, dirty)
         return dirty
 
     def delete_pod(self, key: PodKey) -> Dirty:
@@ -123,15 +141,18 @@ class ClusterState:
         on_node.pop(key, None)
         if not on_node:
             self._pods_by_node.pop(old.node_name, None)
-        keys = self._pod_claims.pop(key, _NO_CLAIMS)
-        for claim in keys:
-            users = self._consumers.get(claim)
-            if users is not None:
-                users.discard(key)
-                if not users:
-                    del self._consumers[claim]
-            self._consumers_sorted.pop(claim, None)
-        return {old.node_name} | self._consumer_nodes(keys)
+        dirty = {old.node_name}
+        keys = self._pod_claims.pop(key, None)
+        if keys:
+            for claim in keys:
+                users = self._consumers.get(claim)
+                if users is not None:
+                    users.discard(key)
+                    if not users:
+                        del self._consumers[claim]
+                self._consumers_sorted.pop(claim, None)
+            self._consumer_nodes(keys, dirty)
+        return dirty
 
     # ----- claims -----
     def upsert_claim(self, claim: ClaimView) -> Dirty:
@@ -204,11 +225,15 @@ class ClusterState:
                 self._derived.pop(other.node_name, None)
 
     # ----- which nodes a change reaches -----
-    def _consumer_nodes(self, claims: Iterable[ClaimKey]) -> Dirty:
-        nodes: Dirty = set()
+    def _consumer_nodes(self, claims: Iterable[ClaimKey], into: Dirty | None = None) -> Dirty:
+        """The nodes of the pods that consume ``claims``, added to ``into`` (a new set by default)."""
+        nodes: Dirty = set() if into is None else into
+        consumers, pods = self._consumers, self.pods
         for claim in claims:
-            for pod in self._consumers.get(claim, ()):
-                nodes.add(self.pods[pod].node_name)
+            users = consumers.get(claim)
+            if users:
+                for pod in users:
+                    nodes.add(pods[pod].node_name)
         return nodes
 
     def _pool_nodes(self, pool_key: PoolKey) -> Dirty:

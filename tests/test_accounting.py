@@ -9,6 +9,7 @@ import pytest
 from draledger import dumps
 from draledger.accounting.footprints import aggregate_containers, footprint
 from draledger.accounting.ledger import PHASES, Flags, Ledger, mapping_fingerprint
+from draledger.ledgers import line_figures
 from draledger.quantities import Quantity, parse_quantity
 from draledger.state import ClusterState, GenerationRegression
 from draledger.views import read_claim, read_node, read_pod, read_slice
@@ -47,15 +48,7 @@ def ledger_of(*items: Raw, node: str = "n1", flags: Flags | None = None) -> Ledg
 
 def figures(ledger: Ledger, resource: str) -> dict[str, str]:
     """One resource line, in canonical text."""
-    line = ledger.resources[resource]
-    return {
-        "allocatable": str(line.allocatable),
-        "podRequests": str(line.pod_requests),
-        "claims": str(line.claims),
-        "requested": str(line.requested),
-        "free": str(line.free),
-        "schedulerCharged": str(line.scheduler_charged),
-    }
+    return line_figures(ledger.resources[resource])
 
 
 def requested(ledger: Ledger) -> dict[str, str]:

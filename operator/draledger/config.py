@@ -15,6 +15,7 @@ STATUS_SHAPES = ("auto", "v1.36", "v1.37")
 @dataclass(frozen=True, slots=True)
 class OperatorConfig:
     coalesce_window: float = 0.2  # seconds: bursts of events on one node become one status patch
+    coalesce_window_max: float = 1.0  # seconds: how far the wait may stretch while the operator is saturated
     freshness_window: float = 60.0  # seconds a watch may be broken before its nodes turn Stale
     pod_status: str = "backfill"
     status_shape: str = "auto"
@@ -33,6 +34,10 @@ class OperatorConfig:
     webhook_port: int = 9443
     webhook_cert_dir: str = "/etc/draledger/tls"  # tls.crt and tls.key, e.g. from a cert-manager Secret
     gate_exclude_namespaces: tuple[str, ...] = ("kube-system", "draledger-system")
+    # Generation-0 threshold of Python's cyclic garbage collector (0: Python's default, 700). Every decoded
+    # watch event is hundreds of short-lived containers; at 700 the collector runs every event or two and
+    # rescans the young state each time (docs/performance.md).
+    gc_threshold: int = 10_000
 
 
 def _env(name: str, default: str) -> str:
@@ -46,6 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=float(_env("coalesce-window", str(d.coalesce_window))),
         help="seconds to coalesce a node's events into one write (env DRALEDGER_COALESCE_WINDOW)",
+    )
+    parser.add_argument(
+        "--coalesce-window-max",
+        type=float,
+        default=float(_env("coalesce-window-max", str(d.coalesce_window_max))),
+        help="seconds the wait may stretch to while a write batch takes longer than the window",
     )
     parser.add_argument(
         "--freshness-window",
@@ -133,12 +144,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=_env("gate-exclude-namespaces", ",".join(d.gate_exclude_namespaces)),
         help="comma-separated namespaces never gated",
     )
+    parser.add_argument(
+        "--gc-threshold",
+        type=int,
+        default=int(_env("gc-threshold", str(d.gc_threshold))),
+        help="generation-0 threshold of Python's garbage collector (0: Python's default)",
+    )
 
 
 def from_args(args: argparse.Namespace) -> OperatorConfig:
     attributes = args.numa_attribute or [a for a in _env("numa-attributes", "").split(",") if a]
     return OperatorConfig(
         coalesce_window=args.coalesce_window,
+        coalesce_window_max=max(args.coalesce_window, args.coalesce_window_max),
         freshness_window=args.freshness_window,
         pod_status=args.pod_status,
         status_shape=args.status_shape,
@@ -159,4 +177,5 @@ def from_args(args: argparse.Namespace) -> OperatorConfig:
         gate_exclude_namespaces=tuple(
             n.strip() for n in args.gate_exclude_namespaces.split(",") if n.strip()
         ),
+        gc_threshold=args.gc_threshold,
     )

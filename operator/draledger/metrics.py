@@ -117,6 +117,8 @@ class Metrics:
         # kind -> the bound ``inc`` of that kind's child: ``labels(kind)`` is a lookup under a lock, once per
         # watch event otherwise. Filled on a kind's first event, so no series appears before it has one.
         self._event_counters: dict[str, Callable[[], None]] = {}
+        # (gauge name, label values) -> that child's bound ``set``: a ledger write sets about twenty series.
+        self._setters: dict[tuple[str, tuple[str, ...]], Callable[[float], None]] = {}
 
     def count_event(self, kind: str) -> None:
         """``events.labels(kind).inc()``, without the label lookup."""
@@ -128,8 +130,17 @@ class Metrics:
     def watch_mapping_ages(self, ages: Callable[[], Iterable[tuple[str, float]]]) -> None:
         self.registry.register(_MappingAge(ages))
 
+    def _setter(self, gauge: Gauge, *labels: str) -> Callable[[float], None]:
+        """``gauge.labels(*labels).set``, looked up once (``labels`` takes a lock and checks every value)."""
+        key = (gauge._name, labels)
+        setter = self._setters.get(key)
+        if setter is None:
+            setter = self._setters[key] = gauge.labels(*labels).set
+        return setter
+
     def observe_ledger(self, ledger: Ledger) -> None:
         node = ledger.node_name
+        setter = self._setter
         for name, line in ledger.resources.items():
             values = (
                 line.allocatable,
@@ -139,10 +150,10 @@ class Metrics:
                 line.claims - line.scheduler_charged,
             )
             for figure, value in zip(FIGURES, values, strict=True):
-                self.resource.labels(node, name, figure).set(_number(value))
-        self.shared_claims.labels(node).set(sum("SharedAcrossPods" in c.problems for c in ledger.claims))
-        self.numa_spanning.labels(node).set(sum(len(c.zones) > 1 for c in ledger.claims))
-        self.divergent_claims.labels(node).set(sum(c.resources != c.scheduler_charged for c in ledger.claims))
+                setter(self.resource, node, name, figure)(_number(value))
+        setter(self.shared_claims, node)(sum("SharedAcrossPods" in c.problems for c in ledger.claims))
+        setter(self.numa_spanning, node)(sum(len(c.zones) > 1 for c in ledger.claims))
+        setter(self.divergent_claims, node)(sum(c.resources != c.scheduler_charged for c in ledger.claims))
 
     def set_phase(self, node: str, phase: str) -> None:
         for name in PHASES:
@@ -156,6 +167,7 @@ class Metrics:
             self.ledgers.labels(phase).set(count)
 
     def forget_node(self, node: str) -> None:
+        self._setters = {k: v for k, v in self._setters.items() if not k[1] or k[1][0] != node}
         for gauge in (self.shared_claims, self.numa_spanning, self.divergent_claims):
             with contextlib.suppress(KeyError):
                 gauge.remove(node)

@@ -2,7 +2,11 @@
 
 Rules:
 1. A burst of events on a node becomes one write: the writer waits ``coalesce_window`` after the first
-   dirty mark, then writes every dirty node once.
+   dirty mark, then writes every dirty node once. Under load the wait stretches: after a batch that took
+   longer than the window (its writes and the events handled between them), the next batch waits as long
+   as that one took, up to ``coalesce_window_max``. A saturated operator then spends about half its time
+   taking in events instead of rewriting ledgers that the next events change again; an idle one keeps
+   the short window.
 2. Write only on a semantic change: the content (everything but versions and timestamps) is serialized
    deterministically and compared with what the API holds; equal content means no request at all.
 3. ``ledgerVersion`` +1 per content change, ``mappingVersion`` +1 per mapping-fingerprint change; both
@@ -21,12 +25,13 @@ from typing import Any
 import structlog
 
 from draledger import events
+from draledger.accounting.ledger import Ledger
 from draledger.accounting.release import NodeStanding
 from draledger.audit import now_rfc3339
 from draledger.backfill import Backfill
 from draledger.gating import Releaser
 from draledger.kubeapi import ApiError, Conflict, KubeApi
-from draledger.ledgers import PLURAL, NodeAllocatableLedgerStatus, ledger_object, status_json, status_of
+from draledger.ledgers import PLURAL, NodeAllocatableLedgerStatus, ledger_object, status_body
 from draledger.runtime import Runtime, Stored
 
 log = structlog.get_logger("draledger")
@@ -57,6 +62,11 @@ def stored_from(obj: dict[str, Any], now: float) -> Stored:
         mapping_changed_at=now,
         uid=str((obj.get("metadata") or {}).get("uid") or ""),
     )
+
+
+def next_pause(window: float, window_max: float, batch_seconds: float) -> float:
+    """How long the next batch waits: the window, or as long as the last batch took (at most ``window_max``)."""
+    return max(window, min(batch_seconds, window_max))
 
 
 class Writer:
@@ -94,12 +104,15 @@ class Writer:
 
     async def run(self) -> None:
         runtime = self.runtime
+        config = runtime.config
+        pause = config.coalesce_window
         while True:
             await runtime.wakeup.wait()
             runtime.wakeup.clear()
-            await self.sleep(runtime.config.coalesce_window)
+            await self.sleep(pause)
             if runtime.rebuilt.is_set():  # until then keep the dirty set: it is written once rebuilt
                 batch, runtime.dirty = runtime.dirty, {}
+                started = runtime.clock()
                 for node in sorted(batch):
                     try:
                         await self.write_node(node, batch[node])
@@ -107,6 +120,7 @@ class Writer:
                         log.exception("ledger write failed; will retry", node=node)
                         runtime.mark({node})
                 runtime.metrics.count_phases(s.phase for s in runtime.stored.values() if s.exists)
+                pause = next_pause(config.coalesce_window, config.coalesce_window_max, runtime.clock() - started)
             if runtime.gated:
                 try:
                     await self.releaser.release_pass()
@@ -129,35 +143,25 @@ class Writer:
         mapping_version = stored.mapping_version
         if ledger.mapping_fingerprint != stored.fingerprint or mapping_version == 0:
             mapping_version += 1
-        status = status_of(
+        body = status_body(
             ledger,
             ledger_version=stored.ledger_version + 1,
             mapping_version=mapping_version,
             now=now_rfc3339(),
             previous_conditions=stored.conditions,
         )
-        body = status_json(status)
         content = semantic_content(body)
         if not (stored.exists and stored.content == content):
-            await self._write(node, ledger.node_uid, ledger.mapping_fingerprint, stored, content, status, body)
+            await self._write(node, ledger, stored, content, body)
             runtime.metrics.write_latency.observe(max(0.0, runtime.clock() - dirty_since))
         if runtime.config.pod_status == "backfill":
             await self.backfill.node(node)
 
-    async def _write(
-        self,
-        node: str,
-        node_uid: str,
-        fingerprint: str,
-        stored: Stored,
-        content: str,
-        status: NodeAllocatableLedgerStatus,
-        body: dict[str, Any],
-    ) -> None:
+    async def _write(self, node: str, ledger: Ledger, stored: Stored, content: str, body: dict[str, Any]) -> None:
         runtime = self.runtime
-        mapping_version = status.mapping_version
+        mapping_version = body["mappingVersion"]
         if not stored.exists:
-            obj = ledger_object(status, node_uid)
+            obj = ledger_object(NodeAllocatableLedgerStatus.model_validate(body), ledger.node_uid)
             obj.pop("status")
             try:
                 created = await self.api.create(LEDGERS, obj)
@@ -176,13 +180,13 @@ class Writer:
         old_phase = stored.phase
         if mapping_version != stored.mapping_version:
             stored.mapping_changed_at = runtime.clock()
-        stored.ledger_version, stored.mapping_version = status.ledger_version, mapping_version
-        stored.fingerprint, stored.content, stored.phase = fingerprint, content, status.phase.value
+        stored.ledger_version, stored.mapping_version = body["ledgerVersion"], mapping_version
+        stored.fingerprint, stored.content, stored.phase = ledger.mapping_fingerprint, content, body["phase"]
         stored.conditions = body["conditions"]
         runtime.metrics.set_phase(node, stored.phase)
         if old_phase != stored.phase:
             reasons = [
-                c.message for c in status.conditions if c.status == "False" and c.type != "PodStatusBackfill"
+                c.message for c in ledger.conditions if c.status == "False" and c.type != "PodStatusBackfill"
             ]
             await self._phase_event(node, stored, old_phase, "; ".join(reasons) or "all conditions hold")
 

@@ -80,8 +80,14 @@ def footprint(
     pod_level: Mapping[str, Quantity],
     overhead: Mapping[str, Quantity],
     claims: Mapping[str, Quantity],
-) -> Resources:
-    """The pod's footprint D: rule 2, 3 and 4 on top of its ordinary requests."""
+) -> Mapping[str, Quantity]:
+    """The pod's footprint D: rule 2, 3 and 4 on top of its ordinary requests.
+
+    The result is only to be read: for a pod with nothing but ordinary requests it is ``ordinary`` itself
+    (``q + 0`` is q exactly: the left operand keeps its value and format).
+    """
+    if not claims and not pod_level and not overhead:
+        return ordinary
     total: Resources = {}
     for name in ordinary.keys() | pod_level.keys() | claims.keys():
         if name in pod_level:

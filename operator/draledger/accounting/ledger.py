@@ -133,10 +133,14 @@ def compute(
 
     for pod in catalog.pods_on(node.name):
         problems.extend(pod.problems)
-        pod_charge = _charge_pod(pod, catalog, flags, accs, zone_claims, problems)
-        add_into(claims_total, pod_charge)
-        add_into(pod_requests, footprint(pod.ordinary, pod.pod_level, pod.overhead, {}))
-        add_into(requested, footprint(pod.ordinary, pod.pod_level, pod.overhead, pod_charge))
+        plain = footprint(pod.ordinary, pod.pod_level, pod.overhead, {})
+        add_into(pod_requests, plain)
+        if pod.claims:
+            pod_charge = _charge_pod(pod, catalog, flags, accs, zone_claims, problems)
+            add_into(claims_total, pod_charge)
+            add_into(requested, footprint(pod.ordinary, pod.pod_level, pod.overhead, pod_charge))
+        else:  # no claim: nothing to charge, and the footprint with claims is the plain one
+            add_into(requested, plain)
         for status in pod.claim_statuses or ():
             add_into(charged_total, status.charged())
 

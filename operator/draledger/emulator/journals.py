@@ -88,7 +88,13 @@ class Journal:
             return None
         if not self._changes or self._changes[-1].rv <= rv:
             return []
-        return [change for change in self._changes if change.rv > rv]
+        newer: list[Change] = []  # from the end: RVs only grow, and a stream asks for the last few
+        for change in reversed(self._changes):
+            if change.rv <= rv:
+                break
+            newer.append(change)
+        newer.reverse()
+        return newer
 
     def disconnect(self) -> None:
         """End every stream that is currently watching this resource."""

@@ -1,0 +1,171 @@
+"""Behaviour under load: the writer's wait stretches while batches are slow, the collector setting, flags."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from draledger.config import OperatorConfig, add_arguments, from_args
+from draledger.metrics import Metrics
+from draledger.running import tune_gc
+from draledger.runtime import Runtime
+from draledger.writing import Writer, next_pause
+from tests.integration.harness import case_items
+
+KIND = {"Node": "nodes", "Pod": "pods", "ResourceSlice": "resourceslices", "ResourceClaim": "resourceclaims"}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class TestNextPause:
+    def test_an_idle_operator_keeps_the_window(self) -> None:
+        assert next_pause(0.2, 1.0, 0.0) == 0.2
+        assert next_pause(0.2, 1.0, 0.15) == 0.2
+
+    def test_a_slow_batch_stretches_the_wait_to_its_own_length(self) -> None:
+        assert next_pause(0.2, 1.0, 0.6) == 0.6
+
+    def test_the_stretch_is_capped(self) -> None:
+        assert next_pause(0.2, 1.0, 7.5) == 1.0
+
+    def test_a_cap_below_the_window_never_shortens_it(self) -> None:
+        assert next_pause(0.5, 0.1, 3.0) == 0.5
+
+
+class SlowWriter(Writer):
+    """``write_node`` takes ``cost`` seconds of the runtime's clock per node; the API is never touched."""
+
+    def __init__(self, runtime: Runtime, clock: Clock, pauses: list[float]) -> None:
+        async def sleep(seconds: float) -> None:
+            pauses.append(seconds)
+
+        super().__init__(runtime, api=None, sleep=sleep)  # type: ignore[arg-type]
+        self.clock = clock
+        self.cost = 0.0
+        self.written: list[str] = []
+
+    async def write_node(self, node: str, dirty_since: float) -> None:
+        self.clock.now += self.cost
+        self.written.append(node)
+
+
+async def batches(writer: SlowWriter, runtime: Runtime, plan: list[tuple[float, set[str]]]) -> None:
+    """Run the writer through one batch per (cost per node, dirty nodes) entry, then stop it."""
+    task = asyncio.create_task(writer.run())
+    try:
+        for cost, nodes in plan:
+            writer.cost = cost
+            done = len(writer.written) + len(nodes)
+            runtime.mark(nodes)
+            for _ in range(1000):
+                if len(writer.written) >= done and not runtime.wakeup.is_set():
+                    break
+                await asyncio.sleep(0)
+            assert len(writer.written) == done
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+class TestWriterUnderLoad:
+    async def test_the_wait_follows_the_last_batch_and_returns_to_the_window(self) -> None:
+        clock = Clock()
+        runtime = Runtime(OperatorConfig(coalesce_window=0.2, coalesce_window_max=1.0), Metrics(), clock)
+        runtime.rebuilt.set()
+        pauses: list[float] = []
+        writer = SlowWriter(runtime, clock, pauses)
+        nodes = {f"worker-{i}" for i in range(10)}
+        # Idle: 10 nodes at 1 ms. Saturated: 10 nodes at 50 ms (0.5 s), then at 300 ms (3 s, capped).
+        # Then idle again: the wait falls back to the window.
+        await batches(writer, runtime, [(0.001, nodes), (0.05, nodes), (0.3, nodes), (0.001, nodes),
+                                        (0.001, nodes)])
+        assert pauses == pytest.approx([0.2, 0.2, 0.5, 1.0, 0.2])
+
+    async def test_every_dirty_node_is_still_written_once_per_batch(self) -> None:
+        clock = Clock()
+        runtime = Runtime(OperatorConfig(), Metrics(), clock)
+        runtime.rebuilt.set()
+        writer = SlowWriter(runtime, clock, [])
+        await batches(writer, runtime, [(0.4, {"a", "b"}), (0.4, {"b", "c"})])
+        assert writer.written == ["a", "b", "b", "c"]
+
+
+@pytest.fixture
+def restored_gc() -> Iterator[None]:
+    before = gc.get_threshold()
+    yield
+    gc.set_threshold(*before)
+
+
+class TestCollector:
+    def test_run_raises_only_the_young_generation_threshold(self, restored_gc: None) -> None:
+        gc.set_threshold(700, 11, 12)
+        tune_gc(OperatorConfig(gc_threshold=25_000))
+        assert gc.get_threshold() == (25_000, 11, 12)
+
+    def test_zero_keeps_what_python_has(self, restored_gc: None) -> None:
+        gc.set_threshold(700, 10, 10)
+        tune_gc(OperatorConfig(gc_threshold=0))
+        assert gc.get_threshold() == (700, 10, 10)
+
+
+def parsed(argv: list[str], monkeypatch: pytest.MonkeyPatch, **env: str) -> OperatorConfig:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return from_args(parser.parse_args(argv))
+
+
+class TestFlags:
+    def test_defaults(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        config = parsed([], monkeypatch)
+        assert (config.coalesce_window, config.coalesce_window_max, config.gc_threshold) == (0.2, 1.0, 10_000)
+
+    def test_flags_and_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        config = parsed(["--coalesce-window-max", "3"], monkeypatch, DRALEDGER_GC_THRESHOLD="0")
+        assert (config.coalesce_window_max, config.gc_threshold) == (3.0, 0)
+
+    def test_the_cap_is_never_below_the_window(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        config = parsed(["--coalesce-window", "0.5", "--coalesce-window-max", "0.1"], monkeypatch)
+        assert config.coalesce_window_max == 0.5
+
+
+
+class TestMetricSetters:
+    def test_a_forgotten_node_comes_back_when_observed_again(self) -> None:
+        """Setters are cached per series; forgetting a node must not leave them pointing at removed series."""
+        clock = Clock()
+        runtime = Runtime(OperatorConfig(), Metrics(), clock)
+        items = case_items("v01")
+        for item in items:
+            runtime.event(KIND[item["kind"]], None, item)
+        node = sorted(runtime.state.nodes)[0]
+        ledger = runtime.state.ledger(node)
+        assert ledger is not None
+        metrics = runtime.metrics
+
+        def requested() -> float | None:
+            return metrics.registry.get_sample_value(
+                "draledger_node_resource", {"node": node, "resource": "cpu", "figure": "requested"}
+            )
+
+        metrics.observe_ledger(ledger)
+        value = requested()
+        assert value is not None
+        assert value > 0
+        metrics.forget_node(node)
+        assert requested() is None
+        metrics.observe_ledger(ledger)
+        assert requested() == value

@@ -1013,7 +1013,7 @@ class Plan:
 
 
 DEFAULT = Plan(nodes=50, pods=1500, claims=500, core_events=3000, core_prefix=300, core_repeats=3, rounds=3,
-               sessions=2, paced=300, sizes=(10_000, 30_000), budget=300.0)
+               sessions=3, paced=300, sizes=(10_000, 30_000), budget=300.0)
 QUICK = Plan(nodes=10, pods=200, claims=60, core_events=600, core_prefix=60, core_repeats=1, rounds=1, sessions=1,
              paced=80, sizes=(600,), budget=60.0)
 PACE = 20.0
@@ -1089,11 +1089,11 @@ def report(plan: Plan, seed: int, command: str, a: dict[str, Any], floor: dict[s
         f"`status_json` {part['status_of + status_json']:.2f} ms, once per dirty node (the same status is the "
         "comparison probe and the write).", ""]
 
-    burst_f = max(r["rate"] for r in floor["rounds"])
-    burst_r = max(r["rate"] for r in real["rounds"])
+    burst_f = statistics.median(r["rate"] for r in floor["rounds"])
+    burst_r = statistics.median(r["rate"] for r in real["rounds"])
     ratio = burst_r / burst_f
-    median_f = statistics.median(r["rate"] for r in floor["rounds"])
-    median_r = statistics.median(r["rate"] for r in real["rounds"])
+    best_f = max(r["rate"] for r in floor["rounds"])
+    best_r = max(r["rate"] for r in real["rounds"])
     p99 = _pct(real["latency"], 0.99)
     drained = statistics.median(r["drained"] for r in real["rounds"])
     lines += [
@@ -1102,17 +1102,17 @@ def report(plan: Plan, seed: int, command: str, a: dict[str, Any], floor: dict[s
         "own settings (scanning and posting disabled, standalone, same watch settings and pod field selector). "
         f"Burst: {plan.sessions} session(s) of each operator, alternated (floor, dra-ledger, floor, ...), each "
         f"of {plan.rounds} round(s) of {plan.pods:,} updates (each pod once per round, as fast as the emulator "
-        "takes them); the best round of each operator (the least disturbed by other jobs, as in A), and the "
-        f"median round for comparison. Paced (first session): {plan.paced} updates at {PACE:.0f}/s, nodes "
-        "round-robin. The operator runs with its production defaults (0.2 s coalesce window, at most 1 s "
-        "under load, Events on, backfill on); the whole process, floor included, with the operator's "
-        "collector setting (`--gc-threshold`, which `draledger run` applies process-wide).", "",
+        "takes them); the median round of each operator (as in earlier runs), and the best round for "
+        "comparison (a single undisturbed round can stand out on a shared machine). Paced (first session): "
+        f"{plan.paced} updates at {PACE:.0f}/s, nodes round-robin. The operator runs with its production "
+        "defaults (0.2 s coalesce window, at most 1 s under load, Events on, backfill on); the whole "
+        "process, floor included, with the operator's collector setting (`--gc-threshold`, which "
+        "`draledger run` applies process-wide).", "",
         "| measure | floor (minimal Kopf) | dra-ledger | ratio | target |",
         "|---|---:|---:|---:|---|",
-        f"| burst throughput, events/s | {burst_f:,.0f} | {burst_r:,.0f} | {ratio:.2f} | ≥ 0.80 of floor: "
-        f"{_yes(ratio >= 0.8)} |",
-        f"| burst throughput, median round, events/s | {median_f:,.0f} | {median_r:,.0f} | "
-        f"{median_r / median_f:.2f} | |",
+        f"| burst throughput, median round, events/s | {burst_f:,.0f} | {burst_r:,.0f} | {ratio:.2f} | "
+        f"≥ 0.80 of floor: {_yes(ratio >= 0.8)} |",
+        f"| burst throughput, best round, events/s | {best_f:,.0f} | {best_r:,.0f} | {best_r / best_f:.2f} | |",
         f"| burst rounds in run order, events/s | {_rates(floor['rounds'])} | {_rates(real['rounds'])} | | |",
         f"| events counted by `draledger_events_processed_total` | — | {real.get('counter', 0):,} of "
         f"{real['burst_events']:,} | | |",

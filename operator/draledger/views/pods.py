@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping as AbstractMapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from draledger.accounting.footprints import aggregate_containers
 from draledger.quantities import Quantity
@@ -72,8 +72,11 @@ class GateInfo:
     node_affinity: dict[str, Any] | None  # spec.affinity.nodeAffinity, as sent
 
 
-@dataclass(frozen=True, slots=True)
-class PodView:
+class PodView(NamedTuple):
+    """What the ledger keeps of a Pod. A named tuple, not a frozen dataclass: one is built per pod event,
+    and a frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field) cost more than reading
+    the pod's containers."""
+
     namespace: str
     name: str
     uid: str
@@ -87,12 +90,10 @@ class PodView:
     claim_statuses: tuple[ClaimStatus, ...] | None  # None: the field is absent (never charged)
     scheduling_gates: tuple[str, ...]
     gate_info: GateInfo | None
+    # (namespace, name), built once by the reader: the state indexes and the runtime's uid map all share
+    # this one tuple.
+    key: tuple[str, str]
     problems: tuple[Problem, ...] = ()
-    # (namespace, name), built once: the state indexes and the runtime's uid map all share this one tuple.
-    key: tuple[str, str] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key", (self.namespace, self.name))
 
     @property
     def counted(self) -> bool:
@@ -195,20 +196,9 @@ def _read_pod_fast(raw: AbstractMapping[str, Any]) -> PodView:
             g["name"] for g in fast_items(raw_gates) if isinstance(g, dict) and isinstance(g.get("name"), str)
         )
     )
-    return PodView(
-        namespace=_intern_str(namespace),
-        name=name,
-        uid=fast_string(meta.get("uid")),
-        resource_version=fast_string(meta.get("resourceVersion")),
-        node_name=_intern_str(fast_string(spec.get("nodeName"))),
-        phase=_intern_str(fast_string(status.get("phase"))),
-        ordinary=aggregate_containers(containers, inits),
-        pod_level=fast_quantities(spec_resources.get("requests")),
-        overhead=fast_quantities(spec.get("overhead")),
-        claims=tuple(claims),
-        claim_statuses=_claim_statuses_fast(status),
-        scheduling_gates=gates,
-        gate_info=GateInfo(
+    namespace = _intern_str(namespace)
+    gate_info = (
+        GateInfo(
             created=fast_string(meta.get("creationTimestamp")),
             has_affinity="affinity" in spec and spec.get("affinity") is not None,
             node_affinity=dict(affinity["nodeAffinity"])
@@ -216,8 +206,31 @@ def _read_pod_fast(raw: AbstractMapping[str, Any]) -> PodView:
             else None,
         )
         if gates
-        else None,
+        else None
     )
+    return _pod_view(  # the fields in PodView's order
+        PodView,
+        (
+            namespace,
+            name,
+            fast_string(meta.get("uid")),
+            fast_string(meta.get("resourceVersion")),
+            _intern_str(fast_string(spec.get("nodeName"))),
+            _intern_str(fast_string(status.get("phase"))),
+            aggregate_containers(containers, inits),
+            fast_quantities(spec_resources.get("requests")),
+            fast_quantities(spec.get("overhead")),
+            tuple(claims),
+            _claim_statuses_fast(status),
+            gates,
+            gate_info,
+            (namespace, name),
+            (),
+        ),
+    )
+
+
+_pod_view = tuple.__new__  # PodView(...) without the generated __new__'s Python frame
 
 
 def _claim_statuses_fast(status: AbstractMapping[str, Any]) -> tuple[ClaimStatus, ...] | None:
@@ -323,8 +336,9 @@ def read_pod_full(raw: AbstractMapping[str, Any]) -> PodView:
         for g in reader.items(spec.get("schedulingGates"), "spec.schedulingGates")
         if isinstance(g, dict) and isinstance(g.get("name"), str)
     )
+    namespace = _intern(reader.ref.namespace)
     return PodView(
-        namespace=_intern(reader.ref.namespace),
+        namespace=namespace,
         name=reader.ref.name,
         uid=reader.string(meta.get("uid"), "metadata.uid"),
         resource_version=reader.string(meta.get("resourceVersion"), "metadata.resourceVersion"),
@@ -345,6 +359,7 @@ def read_pod_full(raw: AbstractMapping[str, Any]) -> PodView:
         )
         if gates
         else None,
+        key=(namespace, reader.ref.name),
         problems=tuple(reader.problems),
     )
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from draledger.quantities import ZERO, Quantity, parse_quantity
 from draledger.views.problems import Bail, Problem, Reader, fast_mapping, fast_quantity, fast_string, ref_of
@@ -59,8 +59,10 @@ class Mapping:
     per_container: Quantity | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceView:
+class DeviceView(NamedTuple):
+    """One device. A named tuple, not a frozen dataclass: slices republish every device, and a frozen
+    dataclass's ``__init__`` (one ``object.__setattr__`` per field) was a third of reading one."""
+
     name: str
     attributes: dict[str, int]  # integer attributes only: all the NUMA attributes we know are ints
     capacity: dict[str, Quantity]
@@ -68,6 +70,9 @@ class DeviceView:
 
     def capacity_of(self, key: str, driver: str) -> Quantity | None:
         return lookup_qualified(self.capacity, key, driver)
+
+
+_device_view = tuple.__new__  # DeviceView(...) without the generated __new__'s Python frame
 
 
 def lookup_qualified(values: AbstractMapping[str, Quantity], key: str, driver: str) -> Quantity | None:
@@ -184,7 +189,7 @@ def _read_device_fast(device: AbstractMapping[str, Any], driver: str) -> DeviceV
         if capacity_key is not None and lookup_qualified(capacity, capacity_key, driver) is None:
             raise Bail
         mappings[resource] = mapping
-    return DeviceView(name, attributes, capacity, mappings)
+    return _device_view(DeviceView, (name, attributes, capacity, mappings))
 
 
 def _v136_mapping(raw_key: object, raw_multiplier: object) -> Mapping:

@@ -17,7 +17,19 @@ from draledger.audit import ledgers_of
 from draledger.ledgers import status_json, status_of
 from draledger.state import ClusterState, GenerationRegression
 from draledger.views import read_claim, read_node, read_pod, read_slice
-from strategies import Raw, device, event_streams, identity, node_obj, slice_obj
+from strategies import (
+    Raw,
+    claim_obj,
+    container,
+    device,
+    direct,
+    event_streams,
+    identity,
+    node_obj,
+    pod_obj,
+    result,
+    slice_obj,
+)
 
 NOW = "2026-12-02T10:00:00Z"
 READERS: dict[str, Any] = {
@@ -152,6 +164,56 @@ class TestInvalidation:
         assert state.ledger("n1") is None
         state.upsert_node(read_node(node_obj("n1")))
         assert {0: "2"} == zone_cpu(cached(state, "n1"))
+
+
+def gpu_node(state: ClusterState, memory: str, *, generation: int = 1, pool: str = "n1") -> None:
+    gpu = device("gpu-0", attributes={"numaNode": 1}, v136={"memory": {"allocationMultiplier": memory}})
+    state.upsert_slice(read_slice(slice_obj("s1", pool=pool, devices=[gpu], generation=generation)))
+
+
+def claim_memory(ledger: Ledger) -> str:
+    return str(ledger.resources["memory"].claims)
+
+
+class TestContributionCache:
+    """A claim's contribution is cached per claim: a change of the claim or of its pool must reach it."""
+
+    def claimed(self) -> ClusterState:
+        state = ClusterState()
+        state.upsert_node(read_node(node_obj("n1")))
+        gpu_node(state, "8Gi")
+        state.upsert_claim(read_claim(claim_obj("c1", results=[result("gpu-0")])))
+        state.upsert_pod(read_pod(pod_obj("p1", containers=[container("app", claims=["gpu"])],
+                                          resource_claims=[direct("gpu", "c1")])))
+        assert claim_memory(cached(state, "n1")) == "8Gi"
+        return state
+
+    def test_a_republished_mapping_reaches_the_claim(self) -> None:
+        state = self.claimed()
+        gpu_node(state, "16Gi", generation=2)
+        assert claim_memory(cached(state, "n1")) == "16Gi"
+        assert printed(cached(state, "n1")) == printed(from_scratch(state, "n1", Flags()))
+
+    def test_a_deleted_pool_leaves_the_claim_unresolved(self) -> None:
+        state = self.claimed()
+        state.delete_slice("s1")
+        ledger = cached(state, "n1")
+        assert "MissingResourceSlice" in ledger.claims[0].problems
+        assert printed(ledger) == printed(from_scratch(state, "n1", Flags()))
+
+    def test_a_reallocated_claim_is_read_again(self) -> None:
+        state = self.claimed()
+        state.upsert_claim(read_claim(claim_obj("c1", results=[result("gpu-9")])))
+        assert "MissingDevice" in cached(state, "n1").claims[0].problems
+        state.upsert_claim(read_claim(claim_obj("c1", results=[result("gpu-0")])))
+        assert claim_memory(cached(state, "n1")) == "8Gi"
+
+    def test_numa_attributes_are_part_of_the_key(self) -> None:
+        state = self.claimed()
+        by_numa = cached(state, "n1", Flags(numa_attributes=("numaNode",)))
+        without = cached(state, "n1", Flags(numa_attributes=("other",)))
+        assert [d.zone for d in by_numa.claims[0].devices] == [1]
+        assert [d.zone for d in without.claims[0].devices] == [None]
 
 
 class TestCachedEqualsScratch:

@@ -9,7 +9,8 @@ Rules:
    rejected (``GenerationRegression``) and changes nothing.
 4. Only views are kept (typed, frozen records), never raw bodies.
 5. What depends only on a node's ResourceSlices (its mapping fingerprint and NUMA zone capacity) is cached
-   per node and dropped by every upsert or delete of a slice in a pool the node has slices of.
+   per node and dropped by every upsert or delete of a slice in a pool the node has slices of; a claim's
+   contribution is cached per claim and dropped by a change of the claim or of a pool it has results in.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from draledger.accounting.catalog import ClaimKey, PodKey, PoolKey
+from draledger.accounting.contributions import Contribution, contribution
 from draledger.accounting.footprints import Resources
 from draledger.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint, node_zone_capacity
 from draledger.views import ClaimView, DeviceView, NodeView, PodView, Problem, SliceView
@@ -85,6 +87,10 @@ class ClusterState:
         self._node_slices: dict[str, set[str]] = {}
         self._consumers_sorted: dict[ClaimKey, tuple[PodKey, ...]] = {}
         self._derived: dict[str, _SliceDerived] = {}  # node -> mapping fingerprint and zone capacity
+        # claim -> (its view, the NUMA attributes, its contribution): dropped when the claim changes or a
+        # slice of a pool it has results in does (the view is checked too, so a missed drop cannot serve
+        # an old claim's figures).
+        self._contributions: dict[ClaimKey, tuple[ClaimView, tuple[str, ...], Contribution]] = {}
 
     # ----- nodes -----
     def upsert_node(self, node: NodeView) -> Dirty:
@@ -156,6 +162,7 @@ class ClusterState:
 
     # ----- claims -----
     def upsert_claim(self, claim: ClaimView) -> Dirty:
+        self._contributions.pop(claim.key, None)
         self._forget_claim_pools(claim.key)
         self.claims[claim.key] = claim
         pools = frozenset(r.pool_key for r in claim.results)
@@ -165,6 +172,7 @@ class ClusterState:
         return self._consumer_nodes({claim.key})
 
     def delete_claim(self, key: ClaimKey) -> Dirty:
+        self._contributions.pop(key, None)
         self._forget_claim_pools(key)
         self.claims.pop(key, None)
         return self._consumer_nodes({key})
@@ -215,7 +223,8 @@ class ClusterState:
         return dirty
 
     def _forget_derived(self, pool: _Pool) -> None:
-        """Drop the cached fingerprint and zone capacity of every node with a slice in the pool.
+        """Drop the cached fingerprint and zone capacity of every node with a slice in the pool, and the
+        cached contributions of every claim with a result in it.
 
         A node's devices are its slices of each pool's newest generation, so a slice change reaches the
         nodes of every slice in the same pool (its newest generation may move), not only its own node.
@@ -223,6 +232,10 @@ class ClusterState:
         for other in pool.slices.values():
             if other.node_name:
                 self._derived.pop(other.node_name, None)
+        for some in pool.slices.values():  # every slice of a pool has the pool's key
+            for claim in self._pool_claims.get(some.pool_key, ()):
+                self._contributions.pop(claim, None)
+            break
 
     # ----- which nodes a change reaches -----
     def _consumer_nodes(self, claims: Iterable[ClaimKey], into: Dirty | None = None) -> Dirty:
@@ -294,4 +307,22 @@ class ClusterState:
         if derived.capacity is None or derived.attributes != flags.numa_attributes:
             derived.capacity = node_zone_capacity(self, node, flags.numa_attributes)
             derived.attributes = flags.numa_attributes
-        return compute(view, self, flags, fingerprint=derived.fingerprint, capacity=derived.capacity)
+        attributes = flags.numa_attributes
+        cache = self._contributions
+
+        def contribution_of(claim: ClaimView) -> Contribution:
+            hit = cache.get(claim.key)
+            if hit is not None and hit[0] is claim and hit[1] == attributes:
+                return hit[2]
+            found = contribution(claim, self, attributes)
+            cache[claim.key] = (claim, attributes, found)
+            return found
+
+        return compute(
+            view,
+            self,
+            flags,
+            fingerprint=derived.fingerprint,
+            capacity=derived.capacity,
+            contribution_of=contribution_of,
+        )

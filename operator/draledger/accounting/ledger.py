@@ -15,6 +15,7 @@ Rules (ledger contract, sections 1 and 2):
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from draledger.accounting.catalog import Catalog, ClaimKey
@@ -22,7 +23,7 @@ from draledger.accounting.contributions import Contribution, DeviceRef, contribu
 from draledger.accounting.footprints import Resources, add_into, footprint
 from draledger.accounting.zones import DEFAULT_NUMA_ATTRIBUTES, zone_capacity
 from draledger.quantities import ZERO, Quantity
-from draledger.views import NodeView, PodView, Problem
+from draledger.views import ClaimView, NodeView, PodView, Problem
 from draledger.views.problems import ObjectRef
 from draledger.views.slices import is_node_allocatable
 
@@ -109,6 +110,9 @@ class _ClaimAcc:
     problems: list[str] = field(default_factory=list)
 
 
+ContributionOf = Callable[[ClaimView], Contribution]
+
+
 def compute(
     node: NodeView,
     catalog: Catalog,
@@ -116,13 +120,22 @@ def compute(
     *,
     fingerprint: str | None = None,
     capacity: dict[int, Resources] | None = None,
+    contribution_of: ContributionOf | None = None,
 ) -> Ledger:
     """One node's ledger.
 
     ``fingerprint`` and ``capacity`` depend only on the node's ResourceSlices: a caller that keeps them
     (``ClusterState`` does, per node) passes what ``mapping_fingerprint(catalog, node.name)`` and
     ``node_zone_capacity(catalog, node.name, flags.numa_attributes)`` would return; None computes them here.
+    Likewise ``contribution_of(claim)`` must return what ``contribution(claim, catalog,
+    flags.numa_attributes)`` would (the result is only read).
     """
+    if contribution_of is None:
+        attributes = flags.numa_attributes
+
+        def contribution_of(claim: ClaimView) -> Contribution:
+            return contribution(claim, catalog, attributes)
+
     problems: list[Problem] = [*node.problems, *catalog.slice_problems(node.name)]
     accs: dict[ClaimKey, _ClaimAcc] = {}
     pod_requests: Resources = {}
@@ -136,7 +149,7 @@ def compute(
         plain = footprint(pod.ordinary, pod.pod_level, pod.overhead, {})
         add_into(pod_requests, plain)
         if pod.claims:
-            pod_charge = _charge_pod(pod, catalog, flags, accs, zone_claims, problems)
+            pod_charge = _charge_pod(pod, catalog, contribution_of, accs, zone_claims, problems)
             add_into(claims_total, pod_charge)
             add_into(requested, footprint(pod.ordinary, pod.pod_level, pod.overhead, pod_charge))
         else:  # no claim: nothing to charge, and the footprint with claims is the plain one
@@ -184,7 +197,7 @@ def compute(
 def _charge_pod(
     pod: PodView,
     catalog: Catalog,
-    flags: Flags,
+    contribution_of: ContributionOf,
     accs: dict[ClaimKey, _ClaimAcc],
     zone_claims: dict[int, Resources],
     problems: list[Problem],
@@ -212,7 +225,7 @@ def _charge_pod(
         acc = accs.get(key)
         if acc is None:
             claim = catalog.claim(key)
-            contrib = contribution(claim, catalog, flags.numa_attributes) if claim is not None else None
+            contrib = contribution_of(claim) if claim is not None else None
             acc = accs[key] = _ClaimAcc(key, claim.uid if claim else "", contrib)
             if claim is None or contrib is None:
                 acc.problems.append("MissingResourceClaim")

@@ -126,44 +126,34 @@ class NodeAllocatableLedgerSpec(_Model):
 
 
 def _problem(problem: Problem) -> LedgerProblem:
-    ref = problem.obj
-    return LedgerProblem(
-        reason=problem.reason,
-        message=problem.message,
-        kind=ref.kind if ref else None,
-        namespace=(ref.namespace or None) if ref else None,
-        name=ref.name if ref else None,
-        field=problem.field or None,
-        value=problem.value or None,
-    )
+    return LedgerProblem.model_validate(_problem_body(problem))
 
 
-def _transition_times(
+def _condition_bodies(
     conditions: tuple[Condition, ...], previous: list[dict[str, Any]] | None, now: str
-) -> list[str]:
+) -> list[dict[str, str]]:
     """metav1.Condition semantics: lastTransitionTime moves only when the status changes."""
     before = {c.get("type"): c for c in previous or () if isinstance(c, dict)}
     out = []
     for cond in conditions:
         old = before.get(cond.type)
         since = old.get("lastTransitionTime") if old and old.get("status") == cond.status else None
-        out.append(since or now)
+        out.append(
+            {
+                "type": cond.type,
+                "status": cond.status,
+                "reason": cond.reason,
+                "message": cond.message,
+                "lastTransitionTime": since or now,
+            }
+        )
     return out
 
 
 def stamp_conditions(
     conditions: tuple[Condition, ...], previous: list[dict[str, Any]] | None, now: str
 ) -> list[LedgerCondition]:
-    return [
-        LedgerCondition(
-            type=cond.type,
-            status=cond.status,
-            reason=cond.reason,
-            message=cond.message,
-            last_transition_time=since,
-        )
-        for cond, since in zip(conditions, _transition_times(conditions, previous, now), strict=True)
-    ]
+    return [LedgerCondition.model_validate(c) for c in _condition_bodies(conditions, previous, now)]
 
 
 def status_of(
@@ -174,53 +164,15 @@ def status_of(
     now: str,
     previous_conditions: list[dict[str, Any]] | None = None,
 ) -> NodeAllocatableLedgerStatus:
-    return NodeAllocatableLedgerStatus(
-        node_name=ledger.node_name,
-        phase=Phase(ledger.phase),
-        ledger_version=ledger_version,
-        mapping_version=mapping_version,
-        mapping_fingerprint=ledger.mapping_fingerprint,
-        observed_time=now,
-        claim_count=len(ledger.claims),
-        resources={
-            name: ResourceFigures(
-                allocatable=str(line.allocatable),
-                pod_requests=str(line.pod_requests),
-                claims=str(line.claims),
-                requested=str(line.requested),
-                free=str(line.free),
-                scheduler_charged=str(line.scheduler_charged),
-            )
-            for name, line in ledger.resources.items()
-        },
-        numa_zones=[
-            NumaZone(
-                id=zone,
-                resources={
-                    r: ZoneFigures(capacity=str(z.capacity), claims=str(z.claims), free=str(z.free))
-                    for r, z in lines.items()
-                },
-            )
-            for zone, lines in ledger.zones.items()
-        ],
-        claims=[
-            LedgerClaim(
-                namespace=c.namespace,
-                name=c.name,
-                uid=c.uid,
-                pods=list(c.pods),
-                devices=[
-                    ClaimDevice(driver=d.driver, pool=d.pool, device=d.device, numa_zone=d.zone)
-                    for d in c.devices
-                ],
-                resources={r: str(q) for r, q in sorted(c.resources.items())},
-                scheduler_charged={r: str(q) for r, q in sorted(c.scheduler_charged.items())},
-                problems=list(c.problems),
-            )
-            for c in ledger.claims
-        ],
-        problems=[_problem(p) for p in ledger.problems],
-        conditions=stamp_conditions(ledger.conditions, previous_conditions, now),
+    """The status as the model (validated): what ``status_body`` builds, read back through the model."""
+    return NodeAllocatableLedgerStatus.model_validate(
+        status_body(
+            ledger,
+            ledger_version=ledger_version,
+            mapping_version=mapping_version,
+            now=now,
+            previous_conditions=previous_conditions,
+        )
     )
 
 
@@ -232,10 +184,11 @@ def status_body(
     now: str,
     previous_conditions: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """``status_json(status_of(...))`` built directly, without the models: the writer's hot path.
+    """The status body as the API holds it, built without the models (the writer's hot path).
 
-    The same keys in the same order, the same values, ``None`` fields left out; tests hold the two equal
-    and validate this body against the model (the CRD schema is generated from it).
+    The same keys in the same order as the model's own dump, ``None`` fields left out; tests hold
+    ``status_json(status_of(...))`` (this body read back through the model) equal to it, key order
+    included, so the body always validates against the model the CRD schema is generated from.
     """
     return {
         "nodeName": ledger.node_name,
@@ -275,18 +228,7 @@ def status_body(
             for c in ledger.claims
         ],
         "problems": [_problem_body(p) for p in ledger.problems],
-        "conditions": [
-            {
-                "type": c.type,
-                "status": c.status,
-                "reason": c.reason,
-                "message": c.message,
-                "lastTransitionTime": since,
-            }
-            for c, since in zip(
-                ledger.conditions, _transition_times(ledger.conditions, previous_conditions, now), strict=True
-            )
-        ],
+        "conditions": _condition_bodies(ledger.conditions, previous_conditions, now),
     }
 
 

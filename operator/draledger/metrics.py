@@ -117,8 +117,8 @@ class Metrics:
         # kind -> the bound ``inc`` of that kind's child: ``labels(kind)`` is a lookup under a lock, once per
         # watch event otherwise. Filled on a kind's first event, so no series appears before it has one.
         self._event_counters: dict[str, Callable[[], None]] = {}
-        # (gauge name, label values) -> that child's bound ``set``: a ledger write sets about twenty series.
-        self._setters: dict[tuple[str, tuple[str, ...]], Callable[[float], None]] = {}
+        # (gauge, label values) -> that child's bound ``set``: a ledger write sets about twenty series.
+        self._setters: dict[tuple[Gauge, tuple[str, ...]], Callable[[float], None]] = {}
 
     def count_event(self, kind: str) -> None:
         """``events.labels(kind).inc()``, without the label lookup."""
@@ -132,7 +132,7 @@ class Metrics:
 
     def _setter(self, gauge: Gauge, *labels: str) -> Callable[[float], None]:
         """``gauge.labels(*labels).set``, looked up once (``labels`` takes a lock and checks every value)."""
-        key = (gauge._name, labels)
+        key = (gauge, labels)
         setter = self._setters.get(key)
         if setter is None:
             setter = self._setters[key] = gauge.labels(*labels).set

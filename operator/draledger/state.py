@@ -200,7 +200,8 @@ class ClusterState:
         pool.refresh()
         if view.node_name:
             self._node_slices.setdefault(view.node_name, set()).add(view.name)
-        self._forget_derived(pool)  # after: the node's slice set and the pool's newest generation changed
+        # after: the node's slice set and the pool's newest generation changed
+        self._forget_derived(view.pool_key, pool)
         return dirty | self._pool_nodes(view.pool_key)
 
     def delete_slice(self, name: str) -> Dirty:
@@ -209,7 +210,8 @@ class ClusterState:
             return set()
         pool = self._pools[old.pool_key]
         dirty = self._pool_nodes(old.pool_key)  # before: the nodes that saw it
-        self._forget_derived(pool)  # before: every node with a slice of the pool, the deleted one's too
+        # before: every node with a slice of the pool, the deleted one's too
+        self._forget_derived(old.pool_key, pool)
         del pool.slices[name]
         if pool.slices:
             pool.refresh()
@@ -222,7 +224,7 @@ class ClusterState:
                 self._node_slices.pop(old.node_name, None)
         return dirty
 
-    def _forget_derived(self, pool: _Pool) -> None:
+    def _forget_derived(self, pool_key: PoolKey, pool: _Pool) -> None:
         """Drop the cached fingerprint and zone capacity of every node with a slice in the pool, and the
         cached contributions of every claim with a result in it.
 
@@ -232,10 +234,8 @@ class ClusterState:
         for other in pool.slices.values():
             if other.node_name:
                 self._derived.pop(other.node_name, None)
-        for some in pool.slices.values():  # every slice of a pool has the pool's key
-            for claim in self._pool_claims.get(some.pool_key, ()):
-                self._contributions.pop(claim, None)
-            break
+        for claim in self._pool_claims.get(pool_key, ()):
+            self._contributions.pop(claim, None)
 
     # ----- which nodes a change reaches -----
     def _consumer_nodes(self, claims: Iterable[ClaimKey], into: Dirty | None = None) -> Dirty:

@@ -262,3 +262,61 @@ class TestCachedEqualsScratch:
         incremental = {node: status_json(status_of(cached(state, node), ledger_version=1, mapping_version=1,
                                                    now=NOW)) for node in state.nodes}
         assert audited == incremental
+
+
+def memory_figures(ledger: Ledger) -> tuple[str, str]:
+    line = ledger.resources["memory"]
+    return str(line.pod_requests), str(line.requested)
+
+
+class TestRunningSums:
+    """The per-node sums (accounting.sums) stand for the pods the ledger pass no longer visits: the figures
+    and their formats (the first pod's, by namespace/name) equal a pass over every pod."""
+
+    def state_with(self, *pods: tuple[str, str]) -> ClusterState:
+        state = ClusterState()
+        state.upsert_node(read_node(node_obj("n1")))
+        for name, memory in pods:
+            state.upsert_pod(read_pod(pod_obj(name, containers=[container("app", {"memory": memory})])))
+        return state
+
+    def agrees(self, state: ClusterState) -> Ledger:
+        ledger = cached(state, "n1")
+        assert printed(ledger) == printed(from_scratch(state, "n1", Flags()))
+        return ledger
+
+    def test_one_format_is_kept(self) -> None:
+        state = self.state_with(("p1", "1Gi"), ("p2", "512Mi"))
+        assert memory_figures(self.agrees(state)) == ("1536Mi", "1536Mi")
+
+    def test_mixed_formats_take_the_first_pods(self) -> None:
+        state = self.state_with(("p1", "1024M"), ("p2", "1Gi"))
+        assert memory_figures(self.agrees(state)) == ("2097741824", "2097741824")  # DecimalSI, p1's
+        state.delete_pod(("t", "p1"))
+        assert memory_figures(self.agrees(state)) == ("1Gi", "1Gi")
+        state.upsert_pod(read_pod(pod_obj("p0", containers=[container("app", {"memory": "512Mi"})])))
+        assert memory_figures(self.agrees(state)) == ("1536Mi", "1536Mi")
+        state.upsert_pod(read_pod(pod_obj("p0", containers=[container("app", {"memory": "1024M"})])))  # resize
+        assert memory_figures(self.agrees(state)) == ("2097741824", "2097741824")
+        state.upsert_pod(read_pod(pod_obj("p3", containers=[container("app", {"memory": "1024M"})])))
+        state.delete_pod(("t", "p0"))  # p2 (binary) is first again, p3's decimal term stays
+        assert memory_figures(self.agrees(state)) == ("2048576Ki", "2048576Ki")
+
+    def test_a_claim_pods_footprint_can_decide_the_format(self) -> None:
+        state = self.state_with(("p2", "1024M"))
+        gpu_node(state, "8Gi")
+        state.upsert_claim(read_claim(claim_obj("c1", results=[result("gpu-0")])))
+        state.upsert_pod(read_pod(pod_obj("p1", containers=[container("app", {"memory": "1Gi"}, claims=["gpu"])],
+                                          resource_claims=[direct("gpu", "c1")])))
+        # p1 (first by name): 1Gi without its claim, 9Gi with it, both binary; p2's 1024M is decimal
+        assert memory_figures(self.agrees(state)) == ("2048576Ki", "10437184Ki")
+        state.delete_pod(("t", "p1"))
+        assert memory_figures(self.agrees(state)) == ("1024M", "1024M")
+
+    def test_the_last_pod_gone_leaves_no_line_behind(self) -> None:
+        state = self.state_with(("p1", "1Gi"))
+        state.upsert_pod(read_pod(pod_obj("p1", containers=[container("app", {"cpu": "1"})])))
+        assert memory_figures(self.agrees(state)) == ("0", "0")  # the node's allocatable keeps the line
+        assert "memory" not in state._sums["n1"].ordinary
+        state.delete_pod(("t", "p1"))
+        assert str(self.agrees(state).resources["cpu"].requested) == "0"

@@ -96,7 +96,10 @@ class KubeApi:
         content_type: str = "application/json",
         params: dict[str, str] | None = None,
         what: str = "",
+        reply: bool = True,
     ) -> Any:
+        """The decoded response body; None for ``reply=False`` (a write whose answer nobody reads is not
+        decoded: a ledger's is kilobytes, and the watch brings the object anyway)."""
         what = what or f"{method} {path}"
         delays = backoffs()
         for attempt in range(len(delays) + 1):
@@ -110,6 +113,9 @@ class KubeApi:
                     params=params,
                     headers={"Content-Type": content_type},
                 ) as response:
+                    if response.status < 400 and not reply:
+                        await response.read()
+                        return None
                     text = await response.text()
                     payload = json.loads(text) if text else None
                     if response.status < 400:
@@ -149,8 +155,8 @@ class KubeApi:
     async def create(self, path: str, body: dict[str, Any]) -> Any:
         return await self.request("POST", path, body=body)
 
-    async def merge_patch(self, path: str, patch: dict[str, Any]) -> Any:
-        return await self.request("PATCH", path, body=patch, content_type=MERGE_PATCH)
+    async def merge_patch(self, path: str, patch: dict[str, Any], *, reply: bool = True) -> Any:
+        return await self.request("PATCH", path, body=patch, content_type=MERGE_PATCH, reply=reply)
 
     async def json_patch(self, path: str, ops: list[dict[str, Any]]) -> Any:
         return await self.request("PATCH", path, body=ops, content_type=JSON_PATCH)

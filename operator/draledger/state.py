@@ -22,9 +22,11 @@ from draledger.accounting.catalog import ClaimKey, PodKey, PoolKey
 from draledger.accounting.contributions import Contribution, contribution
 from draledger.accounting.footprints import Resources
 from draledger.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint, node_zone_capacity
+from draledger.accounting.sums import NodeSums
 from draledger.views import ClaimView, DeviceView, NodeView, PodView, Problem, SliceView
 
 Dirty = set[str]
+_NO_PODS = NodeSums()  # a node without counted pods (only ever read)
 
 
 class GenerationRegression(Exception):
@@ -79,6 +81,7 @@ class ClusterState:
         self.claims: dict[ClaimKey, ClaimView] = {}
         self.slices: dict[str, SliceView] = {}
         self._pods_by_node: dict[str, dict[PodKey, PodView]] = {}
+        self._sums: dict[str, NodeSums] = {}  # node -> its counted pods' running sums (same keys as above)
         self._pod_claims: dict[PodKey, frozenset[ClaimKey]] = {}
         self._consumers: dict[ClaimKey, set[PodKey]] = {}
         self._claim_pools: dict[ClaimKey, frozenset[PoolKey]] = {}
@@ -123,11 +126,16 @@ class ClusterState:
             on_node = self._pods_by_node[node]
             del on_node[pod_key]
             on_node[pod_key] = pod
+            self._sums[node].replace(old, pod)
             return {node}
         dirty = self.delete_pod(pod_key)
         self.pods[pod_key] = pod
         if pod.counted:
             self._pods_by_node.setdefault(node, {})[pod_key] = pod
+            sums = self._sums.get(node)
+            if sums is None:
+                sums = self._sums[node] = NodeSums()
+            sums.add(pod)
             dirty.add(node)
             if pod.claims:
                 keys = frozenset((pod.namespace, c.claim_name) for c in pod.claims if c.claim_name)
@@ -145,8 +153,10 @@ class ClusterState:
             return set()
         on_node = self._pods_by_node.get(old.node_name, {})
         on_node.pop(key, None)
+        self._sums[old.node_name].remove(old)
         if not on_node:
             self._pods_by_node.pop(old.node_name, None)
+            del self._sums[old.node_name]
         dirty = {old.node_name}
         keys = self._pod_claims.pop(key, None)
         if keys:
@@ -325,4 +335,5 @@ class ClusterState:
             fingerprint=derived.fingerprint,
             capacity=derived.capacity,
             contribution_of=contribution_of,
+            sums=self._sums.get(node) or _NO_PODS,
         )

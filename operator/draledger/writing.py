@@ -173,7 +173,7 @@ class Writer:
                 raise
             stored.exists = True
         if not await self._send(
-            node, "ledger", self.api.merge_patch(f"{LEDGERS}/{node}/status", {"status": body})
+            node, "ledger", self.api.merge_patch(f"{LEDGERS}/{node}/status", {"status": body}, reply=False)
         ):
             runtime.mark({node})
             return

@@ -15,19 +15,22 @@ Rules (ledger contract, sections 1 and 2):
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Context, Decimal
 
-from draledger.accounting.catalog import Catalog, ClaimKey
+from draledger.accounting.catalog import Catalog, ClaimKey, PodKey
 from draledger.accounting.contributions import Contribution, DeviceRef, contribution
 from draledger.accounting.footprints import Resources, add_into, footprint
+from draledger.accounting.sums import NodeSums, plain_footprint
 from draledger.accounting.zones import DEFAULT_NUMA_ATTRIBUTES, zone_capacity
-from draledger.quantities import ZERO, Quantity
+from draledger.quantities import ZERO, Format, Quantity
 from draledger.views import ClaimView, NodeView, PodView, Problem
 from draledger.views.problems import ObjectRef
 from draledger.views.slices import is_node_allocatable
 
 PHASES = ("Rebuilding", "Frozen", "Stale", "Overcommitted", "Ready")
+_CTX = Context(prec=120)  # as quantities' sums: exact
 STALE_REASONS = frozenset({"MissingResourceSlice", "MissingDevice", "MissingResourceClaim"})
 
 
@@ -121,6 +124,7 @@ def compute(
     fingerprint: str | None = None,
     capacity: dict[int, Resources] | None = None,
     contribution_of: ContributionOf | None = None,
+    sums: NodeSums | None = None,
 ) -> Ledger:
     """One node's ledger.
 
@@ -128,7 +132,8 @@ def compute(
     (``ClusterState`` does, per node) passes what ``mapping_fingerprint(catalog, node.name)`` and
     ``node_zone_capacity(catalog, node.name, flags.numa_attributes)`` would return; None computes them here.
     Likewise ``contribution_of(claim)`` must return what ``contribution(claim, catalog,
-    flags.numa_attributes)`` would (the result is only read).
+    flags.numa_attributes)`` would (the result is only read). ``sums``, the node's running sums kept as its
+    pods changed (``ClusterState`` keeps them), spares the pass over pods that need no visit.
     """
     if contribution_of is None:
         attributes = flags.numa_attributes
@@ -138,24 +143,37 @@ def compute(
 
     problems: list[Problem] = [*node.problems, *catalog.slice_problems(node.name)]
     accs: dict[ClaimKey, _ClaimAcc] = {}
-    pod_requests: Resources = {}
-    requested: Resources = {}
     claims_total: Resources = {}
     charged_total: Resources = {}
     zone_claims: dict[int, Resources] = {}
 
-    for pod in catalog.pods_on(node.name):
-        problems.extend(pod.problems)
-        plain = footprint(pod.ordinary, pod.pod_level, pod.overhead, {})
-        add_into(pod_requests, plain)
-        if pod.claims:
-            pod_charge = _charge_pod(pod, catalog, contribution_of, accs, zone_claims, problems)
-            add_into(claims_total, pod_charge)
-            add_into(requested, footprint(pod.ordinary, pod.pod_level, pod.overhead, pod_charge))
-        else:  # no claim: nothing to charge, and the footprint with claims is the plain one
-            add_into(requested, plain)
-        for status in pod.claim_statuses or ():
-            add_into(charged_total, status.charged())
+    if sums is None:
+        pod_requests: Resources = {}
+        requested: Resources = {}
+        for pod in catalog.pods_on(node.name):
+            problems.extend(pod.problems)
+            plain = footprint(pod.ordinary, pod.pod_level, pod.overhead, {})
+            add_into(pod_requests, plain)
+            if pod.claims:
+                pod_charge = _charge_pod(pod, catalog, contribution_of, accs, zone_claims, problems)
+                add_into(claims_total, pod_charge)
+                add_into(requested, footprint(pod.ordinary, pod.pod_level, pod.overhead, pod_charge))
+            else:  # no claim: nothing to charge, and the footprint with claims is the plain one
+                add_into(requested, plain)
+            for status in pod.claim_statuses or ():
+                add_into(charged_total, status.charged())
+    else:  # the same figures: the pods that need a visit, and the node's running sums for the others
+        terms: dict[PodKey, Mapping[str, Quantity]] = {}  # footprint with claims, per pod with claims
+        for key in sorted(sums.special):
+            pod = sums.special[key]
+            problems.extend(pod.problems)
+            if pod.claims:
+                pod_charge = _charge_pod(pod, catalog, contribution_of, accs, zone_claims, problems)
+                add_into(claims_total, pod_charge)
+                terms[key] = footprint(pod.ordinary, pod.pod_level, pod.overhead, pod_charge)
+            for status in pod.claim_statuses or ():
+                add_into(charged_total, status.charged())
+        pod_requests, requested = _summed(node.name, catalog, sums, terms)
 
     names = {r for r in node.allocatable if is_node_allocatable(r)}
     for stream in (requested, claims_total, charged_total):
@@ -192,6 +210,51 @@ def compute(
         problems=tuple(problems),
         mapping_fingerprint=fingerprint if fingerprint is not None else mapping_fingerprint(catalog, node.name),
     )
+
+
+def _summed(
+    node: str, catalog: Catalog, sums: NodeSums, terms: dict[PodKey, Mapping[str, Quantity]]
+) -> tuple[Resources, Resources]:
+    """``podRequests`` and ``requested`` from the running sums and the claim pods' footprints, each figure
+    in the format of its first term in pod order (accounting.sums, rule 2)."""
+    pod_requests: Resources = {}
+    for name, total in sums.ordinary.items():
+        formats = total.known_formats()
+        fmt = formats.pop() if len(formats) == 1 else None
+        if formats:  # mixed: the first pod that has the resource decides
+            fmt = _first_format(catalog.pods_on(node), name, lambda pod: plain_footprint(pod))
+        pod_requests[name] = Quantity(total.value, fmt)
+    values: dict[str, Decimal] = {}
+    known: dict[str, set[Format]] = {}
+    for name, total in sums.claimless.items():
+        values[name] = total.value
+        known[name] = total.known_formats()
+    for term in terms.values():
+        for name, quantity in term.items():
+            values[name] = _CTX.add(values[name], quantity.value) if name in values else quantity.value
+            formats = known.setdefault(name, set())
+            if quantity.fmt is not None:
+                formats.add(quantity.fmt)
+    requested: Resources = {}
+    for name, value in values.items():
+        formats = known[name]
+        fmt = formats.pop() if len(formats) == 1 else None
+        if formats:
+            fmt = _first_format(
+                catalog.pods_on(node), name, lambda pod: terms[pod.key] if pod.claims else plain_footprint(pod)
+            )
+        requested[name] = Quantity(value, fmt)
+    return pod_requests, requested
+
+
+def _first_format(
+    pods: Sequence[PodView], name: str, term_of: Callable[[PodView], Mapping[str, Quantity]]
+) -> Format | None:
+    for pod in pods:
+        quantity = term_of(pod).get(name)
+        if quantity is not None and quantity.fmt is not None:
+            return quantity.fmt
+    return None
 
 
 def _charge_pod(

@@ -1,0 +1,143 @@
+"""Per-node running sums of the pods' claim-free footprints, kept as pods come, change and go.
+
+Rules:
+1. ``podRequests`` is the sum, over every counted pod of the node, of its claim-free footprint; the pods
+   without claims add that same footprint to ``requested``. ``NodeSums`` keeps both sums, so a ledger pass
+   visits only the pods that need more than a sum: claims, claim statuses or problems (``needs_pass``).
+2. A sum's value is exact whatever the order of its terms. Its format is the first term's in
+   namespace/name order (Quantity.Add keeps the left operand's; a format-less zero takes the next one's).
+   Each sum counts its terms per format: with one format that is the answer; with mixed formats the
+   caller finds the first term in pod order (``Sum.fmt`` returns None, ``Sum.formats`` says which).
+3. The result is the ledger a full pass over every pod computes, to the format of each figure: the
+   differential tests hold the two equal after every event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Context, Decimal
+
+from draledger.accounting.catalog import PodKey
+from draledger.accounting.footprints import footprint
+from draledger.quantities import Format, Quantity
+from draledger.views import PodView
+
+__all__ = ["NodeSums", "Sum", "needs_pass", "plain_footprint"]
+
+_CTX = Context(prec=120)  # as quantities' sums: nano-exact terms stay exact
+_NONE = Decimal(0)
+
+
+def plain_footprint(pod: PodView) -> Mapping[str, Quantity]:
+    """The pod's footprint without claims (only to be read)."""
+    return footprint(pod.ordinary, pod.pod_level, pod.overhead, {})
+
+
+def needs_pass(pod: PodView) -> bool:
+    """Whether the ledger pass must visit the pod: its sums alone do not say all it contributes."""
+    return bool(pod.claims or pod.claim_statuses or pod.problems)
+
+
+class Sum:
+    """One resource's running sum: exact value, and how many terms of each format it holds."""
+
+    __slots__ = ("formats", "terms", "value")
+
+    def __init__(self) -> None:
+        self.value = _NONE
+        self.terms = 0
+        self.formats: dict[Format | None, int] = {}
+
+    def add(self, quantity: Quantity, sign: int) -> None:
+        fmt = quantity.fmt
+        if sign > 0:
+            self.value = _CTX.add(self.value, quantity.value)
+            self.formats[fmt] = self.formats.get(fmt, 0) + 1
+        else:
+            self.value = _CTX.subtract(self.value, quantity.value)
+            left = self.formats[fmt] - 1
+            if left:
+                self.formats[fmt] = left
+            else:
+                del self.formats[fmt]
+        self.terms += sign
+
+    def known_formats(self) -> set[Format]:
+        return {f for f in self.formats if f is not None}
+
+
+def _apply(sums: dict[str, Sum], amounts: Mapping[str, Quantity], sign: int) -> None:
+    for name, quantity in amounts.items():
+        entry = sums.get(name)
+        if entry is None:
+            entry = sums[name] = Sum()
+        entry.add(quantity, sign)
+        if not entry.terms:
+            del sums[name]
+
+
+def _swap(sums: dict[str, Sum], before: Mapping[str, Quantity], after: Mapping[str, Quantity]) -> None:
+    """One term replaced by another: a resource in both, in one format, moves by the difference only."""
+    for name, quantity in before.items():
+        entry = sums[name]
+        fresh = after.get(name)
+        if fresh is not None and fresh.fmt is quantity.fmt:
+            entry.value = _CTX.add(_CTX.subtract(entry.value, quantity.value), fresh.value)
+            continue
+        entry.add(quantity, -1)
+        if fresh is not None:
+            entry.add(fresh, 1)
+        elif not entry.terms:
+            del sums[name]
+    for name, fresh in after.items():
+        if name not in before:
+            added = sums.get(name)
+            if added is None:
+                added = sums[name] = Sum()
+            added.add(fresh, 1)
+
+
+class NodeSums:
+    """The counted pods of one node, as far as the ledger needs them summed (rule 1)."""
+
+    __slots__ = ("claimless", "ordinary", "pods", "special")
+
+    def __init__(self) -> None:
+        self.ordinary: dict[str, Sum] = {}  # every pod's claim-free footprint: podRequests
+        self.claimless: dict[str, Sum] = {}  # the same over pods without claims: their part of requested
+        self.special: dict[PodKey, PodView] = {}  # pods the ledger pass visits (needs_pass)
+        self.pods = 0
+
+    def add(self, pod: PodView) -> None:
+        self._apply(pod, 1)
+
+    def replace(self, old: PodView, new: PodView) -> None:
+        """``remove(old)`` then ``add(new)``, in one pass for the common update (a pod without claims that
+        stays on the node: a resize, a status change)."""
+        if old.claims or new.claims:
+            self._apply(old, -1)
+            self._apply(new, 1)
+            return
+        before, after = plain_footprint(old), plain_footprint(new)
+        if before is not after:
+            _swap(self.ordinary, before, after)
+            _swap(self.claimless, before, after)
+        if needs_pass(new):
+            self.special[new.key] = new
+        else:
+            self.special.pop(old.key, None)
+
+    def remove(self, pod: PodView) -> None:
+        self._apply(pod, -1)
+
+    def _apply(self, pod: PodView, sign: int) -> None:
+        plain = plain_footprint(pod)
+        _apply(self.ordinary, plain, sign)
+        if not pod.claims:
+            _apply(self.claimless, plain, sign)
+        if sign > 0:
+            if needs_pass(pod):
+                self.special[pod.key] = pod
+        else:
+            self.special.pop(pod.key, None)
+        self.pods += sign

@@ -317,6 +317,6 @@ class TestRunningSums:
         state = self.state_with(("p1", "1Gi"))
         state.upsert_pod(read_pod(pod_obj("p1", containers=[container("app", {"cpu": "1"})])))
         assert memory_figures(self.agrees(state)) == ("0", "0")  # the node's allocatable keeps the line
-        assert "memory" not in state._sums["n1"].ordinary
+        assert "memory" not in state._sums["n1"].claimless
         state.delete_pod(("t", "p1"))
         assert str(self.agrees(state).resources["cpu"].requested) == "0"

@@ -11,6 +11,9 @@ Rules:
 5. What depends only on a node's ResourceSlices (its mapping fingerprint and NUMA zone capacity) is cached
    per node and dropped by every upsert or delete of a slice in a pool the node has slices of; a claim's
    contribution is cached per claim and dropped by a change of the claim or of a pool it has results in.
+6. Each node keeps running sums of its counted pods' claim-free footprints (``accounting.sums.NodeSums``),
+   updated by every pod add, change and removal: a ledger pass visits only the pods the sums cannot stand
+   for (claims, claim statuses, problems), and gives what a pass over every pod gives, formats included.
 """
 
 from __future__ import annotations

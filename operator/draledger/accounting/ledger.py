@@ -15,14 +15,14 @@ Rules (ledger contract, sections 1 and 2):
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Context, Decimal
+from decimal import Context
 
 from draledger.accounting.catalog import Catalog, ClaimKey, PodKey
 from draledger.accounting.contributions import Contribution, DeviceRef, contribution
 from draledger.accounting.footprints import Resources, add_into, footprint
-from draledger.accounting.sums import NodeSums, plain_footprint
+from draledger.accounting.sums import NodeSums, Sum, plain_footprint
 from draledger.accounting.zones import DEFAULT_NUMA_ATTRIBUTES, zone_capacity
 from draledger.quantities import ZERO, Format, Quantity
 from draledger.views import ClaimView, NodeView, PodView, Problem
@@ -217,34 +217,41 @@ def _summed(
 ) -> tuple[Resources, Resources]:
     """``podRequests`` and ``requested`` from the running sums and the claim pods' footprints, each figure
     in the format of its first term in pod order (accounting.sums, rule 2)."""
-    pod_requests: Resources = {}
-    for name, total in sums.ordinary.items():
-        formats = total.known_formats()
-        fmt = formats.pop() if len(formats) == 1 else None
-        if formats:  # mixed: the first pod that has the resource decides
-            fmt = _first_format(catalog.pods_on(node), name, lambda pod: plain_footprint(pod))
-        pod_requests[name] = Quantity(total.value, fmt)
-    values: dict[str, Decimal] = {}
-    known: dict[str, set[Format]] = {}
-    for name, total in sums.claimless.items():
-        values[name] = total.value
-        known[name] = total.known_formats()
-    for term in terms.values():
-        for name, quantity in term.items():
-            values[name] = _CTX.add(values[name], quantity.value) if name in values else quantity.value
-            formats = known.setdefault(name, set())
-            if quantity.fmt is not None:
-                formats.add(quantity.fmt)
-    requested: Resources = {}
+    pods = catalog.pods_on  # sorted pods: only read when a figure mixes formats
+    pod_requests = _combined(sums.claimless, sums.claimed.items(), lambda: pods(node), plain_footprint)
+    requested = _combined(
+        sums.claimless,
+        ((name, q) for term in terms.values() for name, q in term.items()),
+        lambda: pods(node),
+        lambda pod: terms[pod.key] if pod.claims else plain_footprint(pod),
+    )
+    return pod_requests, requested
+
+
+def _combined(
+    sums: Mapping[str, Sum],
+    more: Iterable[tuple[str, Sum | Quantity]],
+    pods: Callable[[], Sequence[PodView]],
+    term_of: Callable[[PodView], Mapping[str, Quantity]],
+) -> Resources:
+    """Each resource's total over ``sums`` and ``more``, in the format of its first term in pod order."""
+    values = {name: total.value for name, total in sums.items()}
+    known = {name: total.known_formats() for name, total in sums.items()}
+    for name, item in more:
+        values[name] = _CTX.add(values[name], item.value) if name in values else item.value
+        formats = known.setdefault(name, set())
+        if isinstance(item, Sum):
+            formats.update(item.known_formats())
+        elif item.fmt is not None:
+            formats.add(item.fmt)
+    out: Resources = {}
     for name, value in values.items():
         formats = known[name]
         fmt = formats.pop() if len(formats) == 1 else None
-        if formats:
-            fmt = _first_format(
-                catalog.pods_on(node), name, lambda pod: terms[pod.key] if pod.claims else plain_footprint(pod)
-            )
-        requested[name] = Quantity(value, fmt)
-    return pod_requests, requested
+        if formats:  # mixed: the first pod that has the resource decides
+            fmt = _first_format(pods(), name, term_of)
+        out[name] = Quantity(value, fmt)
+    return out
 
 
 def _first_format(

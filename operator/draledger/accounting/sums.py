@@ -2,12 +2,13 @@
 
 Rules:
 1. ``podRequests`` is the sum, over every counted pod of the node, of its claim-free footprint; the pods
-   without claims add that same footprint to ``requested``. ``NodeSums`` keeps both sums, so a ledger pass
-   visits only the pods that need more than a sum: claims, claim statuses or problems (``needs_pass``).
+   without claims add that same footprint to ``requested``. ``NodeSums`` keeps the claim-free footprints
+   summed apart for pods without and with claims, so a ledger pass visits only the pods that need more than
+   a sum: claims, claim statuses or problems (``needs_pass``).
 2. A sum's value is exact whatever the order of its terms. Its format is the first term's in
    namespace/name order (Quantity.Add keeps the left operand's; a format-less zero takes the next one's).
    Each sum counts its terms per format: with one format that is the answer; with mixed formats the
-   caller finds the first term in pod order (``Sum.fmt`` returns None, ``Sum.formats`` says which).
+   caller finds the first term in pod order (``Sum.known_formats`` says which formats it holds).
 3. The result is the ledger a full pass over every pod computes, to the format of each figure: the
    differential tests hold the two equal after every event.
 """
@@ -38,32 +39,36 @@ def needs_pass(pod: PodView) -> bool:
     return bool(pod.claims or pod.claim_statuses or pod.problems)
 
 
+_FORMATS = (Format.DECIMAL_SI, Format.BINARY_SI, Format.DECIMAL_EXPONENT)
+
+
+def _slot(fmt: Format | None) -> int:
+    """The counter of a format (identity tests: an Enum's hash is computed in Python)."""
+    if fmt is Format.DECIMAL_SI:
+        return 0
+    if fmt is Format.BINARY_SI:
+        return 1
+    return 2 if fmt is Format.DECIMAL_EXPONENT else 3
+
+
 class Sum:
     """One resource's running sum: exact value, and how many terms of each format it holds."""
 
-    __slots__ = ("formats", "terms", "value")
+    __slots__ = ("counts", "terms", "value")
 
     def __init__(self) -> None:
         self.value = _NONE
         self.terms = 0
-        self.formats: dict[Format | None, int] = {}
+        self.counts = [0, 0, 0, 0]  # terms per format: _FORMATS, then format-less
 
     def add(self, quantity: Quantity, sign: int) -> None:
-        fmt = quantity.fmt
-        if sign > 0:
-            self.value = _CTX.add(self.value, quantity.value)
-            self.formats[fmt] = self.formats.get(fmt, 0) + 1
-        else:
-            self.value = _CTX.subtract(self.value, quantity.value)
-            left = self.formats[fmt] - 1
-            if left:
-                self.formats[fmt] = left
-            else:
-                del self.formats[fmt]
+        self.value = _CTX.add(self.value, quantity.value) if sign > 0 else _CTX.subtract(self.value, quantity.value)
+        self.counts[_slot(quantity.fmt)] += sign
         self.terms += sign
 
     def known_formats(self) -> set[Format]:
-        return {f for f in self.formats if f is not None}
+        counts = self.counts
+        return {fmt for fmt, count in zip(_FORMATS, counts, strict=False) if count}
 
 
 def _apply(sums: dict[str, Sum], amounts: Mapping[str, Quantity], sign: int) -> None:
@@ -98,46 +103,39 @@ def _swap(sums: dict[str, Sum], before: Mapping[str, Quantity], after: Mapping[s
 
 
 class NodeSums:
-    """The counted pods of one node, as far as the ledger needs them summed (rule 1)."""
+    """The counted pods of one node, as far as the ledger needs them summed (rule 1). The two sums are
+    disjoint (a pod is in one), so the common update touches one: podRequests is their sum."""
 
-    __slots__ = ("claimless", "ordinary", "pods", "special")
+    __slots__ = ("claimed", "claimless", "pods", "special")
 
     def __init__(self) -> None:
-        self.ordinary: dict[str, Sum] = {}  # every pod's claim-free footprint: podRequests
-        self.claimless: dict[str, Sum] = {}  # the same over pods without claims: their part of requested
+        self.claimless: dict[str, Sum] = {}  # claim-free footprints of the pods without claims
+        self.claimed: dict[str, Sum] = {}  # claim-free footprints of the pods with claims
         self.special: dict[PodKey, PodView] = {}  # pods the ledger pass visits (needs_pass)
         self.pods = 0
 
     def add(self, pod: PodView) -> None:
-        self._apply(pod, 1)
+        _apply(self.claimed if pod.claims else self.claimless, plain_footprint(pod), 1)
+        if needs_pass(pod):
+            self.special[pod.key] = pod
+        self.pods += 1
+
+    def remove(self, pod: PodView) -> None:
+        _apply(self.claimed if pod.claims else self.claimless, plain_footprint(pod), -1)
+        self.special.pop(pod.key, None)
+        self.pods -= 1
 
     def replace(self, old: PodView, new: PodView) -> None:
         """``remove(old)`` then ``add(new)``, in one pass for the common update (a pod without claims that
         stays on the node: a resize, a status change)."""
         if old.claims or new.claims:
-            self._apply(old, -1)
-            self._apply(new, 1)
+            self.remove(old)
+            self.add(new)
             return
         before, after = plain_footprint(old), plain_footprint(new)
         if before is not after:
-            _swap(self.ordinary, before, after)
             _swap(self.claimless, before, after)
         if needs_pass(new):
             self.special[new.key] = new
         else:
             self.special.pop(old.key, None)
-
-    def remove(self, pod: PodView) -> None:
-        self._apply(pod, -1)
-
-    def _apply(self, pod: PodView, sign: int) -> None:
-        plain = plain_footprint(pod)
-        _apply(self.ordinary, plain, sign)
-        if not pod.claims:
-            _apply(self.claimless, plain, sign)
-        if sign > 0:
-            if needs_pass(pod):
-                self.special[pod.key] = pod
-        else:
-            self.special.pop(pod.key, None)
-        self.pods += sign

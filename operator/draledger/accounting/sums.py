@@ -67,8 +67,8 @@ class Sum:
         self.terms += sign
 
     def known_formats(self) -> set[Format]:
-        counts = self.counts
-        return {fmt for fmt, count in zip(_FORMATS, counts, strict=False) if count}
+        """The formats among the terms (format-less terms, the last counter, decide nothing)."""
+        return {fmt for fmt, count in zip(_FORMATS, self.counts[:3], strict=True) if count}
 
 
 def _apply(sums: dict[str, Sum], amounts: Mapping[str, Quantity], sign: int) -> None:
@@ -106,24 +106,21 @@ class NodeSums:
     """The counted pods of one node, as far as the ledger needs them summed (rule 1). The two sums are
     disjoint (a pod is in one), so the common update touches one: podRequests is their sum."""
 
-    __slots__ = ("claimed", "claimless", "pods", "special")
+    __slots__ = ("claimed", "claimless", "special")
 
     def __init__(self) -> None:
         self.claimless: dict[str, Sum] = {}  # claim-free footprints of the pods without claims
         self.claimed: dict[str, Sum] = {}  # claim-free footprints of the pods with claims
         self.special: dict[PodKey, PodView] = {}  # pods the ledger pass visits (needs_pass)
-        self.pods = 0
 
     def add(self, pod: PodView) -> None:
         _apply(self.claimed if pod.claims else self.claimless, plain_footprint(pod), 1)
         if needs_pass(pod):
             self.special[pod.key] = pod
-        self.pods += 1
 
     def remove(self, pod: PodView) -> None:
         _apply(self.claimed if pod.claims else self.claimless, plain_footprint(pod), -1)
         self.special.pop(pod.key, None)
-        self.pods -= 1
 
     def replace(self, old: PodView, new: PodView) -> None:
         """``remove(old)`` then ``add(new)``, in one pass for the common update (a pod without claims that

@@ -581,7 +581,7 @@ def core_breakdown(cluster: Cluster, events: list[tuple[str, str]]) -> dict[str,
 
 
 # ----------------------------------------------------------------------------------------------------------
-# B. End to end: the real operator vs a minimal Kopf operator, in-process, over HTTP to the emulator.
+# B. End to end: the real operator vs a minimal Kopf operator, over HTTP to the emulator in its own process.
 # ----------------------------------------------------------------------------------------------------------
 
 LEDGER_RESOURCE = f"draledger.dev/v1alpha1/{LEDGERS}"

@@ -20,7 +20,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
 from enum import Enum
 from typing import Final
 
-__all__ = ["PARSED", "ZERO", "Format", "Quantity", "QuantityError", "parse_quantity"]
+__all__ = ["EXACT", "PARSED", "ZERO", "Format", "Quantity", "QuantityError", "parse_quantity"]
 
 
 class QuantityError(ValueError):
@@ -45,7 +45,9 @@ _NANO: Final = Decimal("1e-9")
 # Enough digits for any quantity kube-apiserver accepts (it caps at 2^63-1 nano-units per int64 path,
 # and its inf.Dec path is arbitrary precision): products of two such values stay exact.
 _CTX: Final = Context(prec=120)
-_SUMS: Final = _CTX.copy()  # + and − call it directly (no localcontext); its flags are never read
+# + and − call it directly (no localcontext); so do running sums of raw values (accounting.sums). Its flags
+# are never read.
+EXACT: Final = _CTX.copy()
 
 
 def _round_to_nano(value: Decimal) -> Decimal:
@@ -74,10 +76,10 @@ class Quantity:
 
     # --- arithmetic: exact; the result keeps the left operand's format (Quantity.Add) ---
     def __add__(self, other: Quantity) -> Quantity:
-        return _exact(_SUMS.add(self.value, other.value), self.fmt if self.fmt is not None else other.fmt)
+        return _exact(EXACT.add(self.value, other.value), self.fmt if self.fmt is not None else other.fmt)
 
     def __sub__(self, other: Quantity) -> Quantity:
-        return _exact(_SUMS.subtract(self.value, other.value), self.fmt if self.fmt is not None else other.fmt)
+        return _exact(EXACT.subtract(self.value, other.value), self.fmt if self.fmt is not None else other.fmt)
 
     def __neg__(self) -> Quantity:
         return Quantity(-self.value, self.fmt)
@@ -133,7 +135,7 @@ class Quantity:
 
 
 def _exact(value: Decimal, fmt: Format | None) -> Quantity:
-    """``Quantity(value, fmt)`` for the result of an operation in ``_SUMS``, without the copy and checks.
+    """``Quantity(value, fmt)`` for the result of an operation in ``EXACT``, without the copy and checks.
 
     The sum or difference of two nano-exact values is nano-exact (its exponent is the smaller of the
     operands', so never below -9), and ``_round_to_nano`` would return it unchanged: skip it then. Any

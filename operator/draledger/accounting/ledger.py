@@ -17,20 +17,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Context
 
 from draledger.accounting.catalog import Catalog, ClaimKey, PodKey
 from draledger.accounting.contributions import Contribution, DeviceRef, contribution
 from draledger.accounting.footprints import Resources, add_into, footprint
 from draledger.accounting.sums import NodeSums, Sum, plain_footprint
 from draledger.accounting.zones import DEFAULT_NUMA_ATTRIBUTES, zone_capacity
-from draledger.quantities import ZERO, Format, Quantity
+from draledger.quantities import EXACT, ZERO, Format, Quantity
 from draledger.views import ClaimView, NodeView, PodView, Problem
 from draledger.views.problems import ObjectRef
 from draledger.views.slices import is_node_allocatable
 
 PHASES = ("Rebuilding", "Frozen", "Stale", "Overcommitted", "Ready")
-_CTX = Context(prec=120)  # as quantities' sums: exact
 STALE_REASONS = frozenset({"MissingResourceSlice", "MissingDevice", "MissingResourceClaim"})
 
 
@@ -147,32 +145,32 @@ def compute(
     charged_total: Resources = {}
     zone_claims: dict[int, Resources] = {}
 
+    def visit(pod: PodView) -> Mapping[str, Quantity] | None:
+        """Problems, claims and scheduler statuses of one pod; its footprint with claims, if it has any."""
+        problems.extend(pod.problems)
+        term = None
+        if pod.claims:
+            pod_charge = _charge_pod(pod, catalog, contribution_of, accs, zone_claims, problems)
+            add_into(claims_total, pod_charge)
+            term = footprint(pod.ordinary, pod.pod_level, pod.overhead, pod_charge)
+        for status in pod.claim_statuses or ():
+            add_into(charged_total, status.charged())
+        return term
+
     if sums is None:
         pod_requests: Resources = {}
         requested: Resources = {}
         for pod in catalog.pods_on(node.name):
-            problems.extend(pod.problems)
             plain = footprint(pod.ordinary, pod.pod_level, pod.overhead, {})
             add_into(pod_requests, plain)
-            if pod.claims:
-                pod_charge = _charge_pod(pod, catalog, contribution_of, accs, zone_claims, problems)
-                add_into(claims_total, pod_charge)
-                add_into(requested, footprint(pod.ordinary, pod.pod_level, pod.overhead, pod_charge))
-            else:  # no claim: nothing to charge, and the footprint with claims is the plain one
-                add_into(requested, plain)
-            for status in pod.claim_statuses or ():
-                add_into(charged_total, status.charged())
+            term = visit(pod)
+            add_into(requested, plain if term is None else term)  # no claim: the plain footprint
     else:  # the same figures: the pods that need a visit, and the node's running sums for the others
         terms: dict[PodKey, Mapping[str, Quantity]] = {}  # footprint with claims, per pod with claims
         for key in sorted(sums.special):
-            pod = sums.special[key]
-            problems.extend(pod.problems)
-            if pod.claims:
-                pod_charge = _charge_pod(pod, catalog, contribution_of, accs, zone_claims, problems)
-                add_into(claims_total, pod_charge)
-                terms[key] = footprint(pod.ordinary, pod.pod_level, pod.overhead, pod_charge)
-            for status in pod.claim_statuses or ():
-                add_into(charged_total, status.charged())
+            term = visit(sums.special[key])
+            if term is not None:
+                terms[key] = term
         pod_requests, requested = _summed(node.name, catalog, sums, terms)
 
     names = {r for r in node.allocatable if is_node_allocatable(r)}
@@ -238,7 +236,7 @@ def _combined(
     values = {name: total.value for name, total in sums.items()}
     known = {name: total.known_formats() for name, total in sums.items()}
     for name, item in more:
-        values[name] = _CTX.add(values[name], item.value) if name in values else item.value
+        values[name] = EXACT.add(values[name], item.value) if name in values else item.value
         formats = known.setdefault(name, set())
         if isinstance(item, Sum):
             formats.update(item.known_formats())

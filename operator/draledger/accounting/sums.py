@@ -16,16 +16,15 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Context, Decimal
+from decimal import Decimal
 
 from draledger.accounting.catalog import PodKey
 from draledger.accounting.footprints import footprint
-from draledger.quantities import Format, Quantity
+from draledger.quantities import EXACT, Format, Quantity
 from draledger.views import PodView
 
 __all__ = ["NodeSums", "Sum", "needs_pass", "plain_footprint"]
 
-_CTX = Context(prec=120)  # as quantities' sums: nano-exact terms stay exact
 _NONE = Decimal(0)
 
 
@@ -62,7 +61,7 @@ class Sum:
         self.counts = [0, 0, 0, 0]  # terms per format: _FORMATS, then format-less
 
     def add(self, quantity: Quantity, sign: int) -> None:
-        self.value = _CTX.add(self.value, quantity.value) if sign > 0 else _CTX.subtract(self.value, quantity.value)
+        self.value = EXACT.add(self.value, quantity.value) if sign > 0 else EXACT.subtract(self.value, quantity.value)
         self.counts[_slot(quantity.fmt)] += sign
         self.terms += sign
 
@@ -87,7 +86,7 @@ def _swap(sums: dict[str, Sum], before: Mapping[str, Quantity], after: Mapping[s
         entry = sums[name]
         fresh = after.get(name)
         if fresh is not None and fresh.fmt is quantity.fmt:
-            entry.value = _CTX.add(_CTX.subtract(entry.value, quantity.value), fresh.value)
+            entry.value = EXACT.add(EXACT.subtract(entry.value, quantity.value), fresh.value)
             continue
         entry.add(quantity, -1)
         if fresh is not None:

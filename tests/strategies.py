@@ -9,6 +9,7 @@ terminal and unbound pods, pod-level resources, overhead, init containers and si
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -505,6 +506,15 @@ def interleavings(draw: st.DrawFn, events: Sequence[Any], key: Any) -> list[Any]
     return [next(queues[key(events[i])]) for i in order]
 
 
+def _resized(draw: st.DrawFn, pod: Raw) -> Raw:
+    """``pod`` with one container's requests drawn again, everything else as it was."""
+    out = copy.deepcopy(pod)
+    containers = out["spec"]["containers"]
+    target = containers[draw(st.integers(0, len(containers) - 1))]
+    target.setdefault("resources", {})["requests"] = resource_list(draw)
+    return out
+
+
 @st.composite
 def event_streams(draw: st.DrawFn) -> list[tuple[str, Raw]]:
     """Upserts, updates and deletes over two generated versions of one small cluster, plus relists.
@@ -519,6 +529,8 @@ def event_streams(draw: st.DrawFn) -> list[tuple[str, Raw]]:
     for version in versions:
         for item in version:
             variants.setdefault(identity(item), []).append(item)
+            if item["kind"] == "Pod" and chance(draw, 3):  # a resize: same node, claims and statuses
+                variants[identity(item)].append(_resized(draw, item))
     logical: list[tuple[str, Raw]] = []
     for options in variants.values():
         for _ in range(draw(st.integers(1, 3))):

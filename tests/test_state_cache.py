@@ -16,7 +16,7 @@ from draledger.accounting.ledger import Flags, Ledger, compute, mapping_fingerpr
 from draledger.audit import ledgers_of
 from draledger.ledgers import status_json, status_of
 from draledger.state import ClusterState, GenerationRegression
-from draledger.views import read_claim, read_node, read_pod, read_slice
+from draledger.views import PodView, read_claim, read_node, read_pod, read_slice
 from strategies import (
     Raw,
     claim_obj,
@@ -312,6 +312,25 @@ class TestRunningSums:
         assert memory_figures(self.agrees(state)) == ("2048576Ki", "10437184Ki")
         state.delete_pod(("t", "p1"))
         assert memory_figures(self.agrees(state)) == ("1024M", "1024M")
+
+    def test_a_claim_pod_resized_in_place(self) -> None:
+        """A pod that keeps its node and claims moves its sum by the difference; the claim's indexes stand."""
+        state = self.state_with(("p2", "1Gi"))
+        gpu_node(state, "8Gi")
+        state.upsert_claim(read_claim(claim_obj("c1", results=[result("gpu-0")])))
+
+        def claim_pod(memory: str) -> PodView:
+            return read_pod(pod_obj("p1", containers=[container("app", {"memory": memory}, claims=["gpu"])],
+                                    resource_claims=[direct("gpu", "c1")]))
+
+        state.upsert_pod(claim_pod("1Gi"))
+        assert memory_figures(self.agrees(state)) == ("2Gi", "10Gi")
+        assert state.upsert_pod(claim_pod("3Gi")) == {"n1"}
+        assert memory_figures(self.agrees(state)) == ("4Gi", "12Gi")
+        assert state.consumers(("t", "c1")) == (("t", "p1"),)
+        state.upsert_pod(read_pod(pod_obj("p1", containers=[container("app", {"memory": "3Gi"})])))  # claim gone
+        assert memory_figures(self.agrees(state)) == ("4Gi", "4Gi")
+        assert state.consumers(("t", "c1")) == ()
 
     def test_the_last_pod_gone_leaves_no_line_behind(self) -> None:
         state = self.state_with(("p1", "1Gi"))

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from draledger.accounting.ledger import PHASES, Ledger
@@ -36,6 +36,20 @@ class _MappingAge(Collector):
         yield family
 
 
+class _EventCounts(Collector):
+    """``draledger_events_processed_total``, read from plain counts at scrape time. A prometheus Counter
+    takes a lock per increment (about 2 µs), once per watch event: a thirtieth of the core's cost."""
+
+    def __init__(self, counts: dict[str, int]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterable[CounterMetricFamily]:
+        family = CounterMetricFamily("draledger_events_processed", "Watch events applied to the state", labels=["kind"])
+        for kind, count in list(self._counts.items()):  # list(): one atomic copy against the event loop
+            family.add_metric([kind], count)
+        yield family
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -61,15 +75,13 @@ class Metrics:
         self.numa_spanning = Gauge(
             "draledger_numa_spanning_claims", "Claims whose devices span NUMA zones", ["node"], registry=r
         )
-        self.watch_restarts = Counter(
-            "draledger_watch_restarts", "Relists after a broken watch", ["kind"], registry=r
-        )
+        self.watch_restarts = Counter("draledger_watch_restarts", "Relists after a broken watch", ["kind"], registry=r)
         self.rebuild_seconds = Gauge(
             "draledger_rebuild_duration_seconds", "Time from start to rebuilt ledgers", registry=r
         )
-        self.events = Counter(
-            "draledger_events_processed", "Watch events applied to the state", ["kind"], registry=r
-        )
+        # Watch events applied, per kind. Filled on a kind's first event, so no series appears before it.
+        self.event_counts: dict[str, int] = {}
+        r.register(_EventCounts(self.event_counts))
         self.writes = Counter("draledger_status_writes", "API writes by target", ["target"], registry=r)
         self.write_failures = Counter(
             "draledger_status_write_failures",
@@ -109,23 +121,15 @@ class Metrics:
         self.gate_releases = Counter(
             "draledger_gate_releases", "Gates removed (pods released to the scheduler)", registry=r
         )
-        self.frozen = Gauge(
-            "draledger_frozen", "1 when admission of new claim pods is frozen cluster-wide", registry=r
-        )
+        self.frozen = Gauge("draledger_frozen", "1 when admission of new claim pods is frozen cluster-wide", registry=r)
         for phase in PHASES:
             self.ledgers.labels(phase).set(0)
-        # kind -> the bound ``inc`` of that kind's child: ``labels(kind)`` is a lookup under a lock, once per
-        # watch event otherwise. Filled on a kind's first event, so no series appears before it has one.
-        self._event_counters: dict[str, Callable[[], None]] = {}
         # (gauge, label values) -> that child's bound ``set``: a ledger write sets about twenty series.
         self._setters: dict[tuple[Gauge, tuple[str, ...]], Callable[[float], None]] = {}
 
     def count_event(self, kind: str) -> None:
-        """``events.labels(kind).inc()``, without the label lookup."""
-        inc = self._event_counters.get(kind)
-        if inc is None:
-            inc = self._event_counters[kind] = self.events.labels(kind).inc
-        inc()
+        counts = self.event_counts
+        counts[kind] = counts.get(kind, 0) + 1
 
     def watch_mapping_ages(self, ages: Callable[[], Iterable[tuple[str, float]]]) -> None:
         self.registry.register(_MappingAge(ages))

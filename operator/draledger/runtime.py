@@ -159,7 +159,8 @@ class Runtime:
             if self.gated:  # a held pod may have been waiting for this claim (ClaimNotSeen, pinning, room)
                 self.wakeup.set()
         else:
-            view = read_slice(body)
+            name = meta.get("name") if isinstance(meta := body.get("metadata"), dict) else None
+            view = read_slice(body, previous=state.slices.get(name) if isinstance(name, str) else None)
             if view.shape == "v1.37" and view.devices:
                 self.shape_seen = self.shape_seen or "v1.37"
             try:
@@ -258,9 +259,7 @@ class Runtime:
     def check_freshness(self) -> None:
         now = self.clock()
         reasons = [
-            r
-            for kind in KINDS
-            if (r := self.health[kind].stale_reason(kind, now, self.config.freshness_window))
+            r for kind in KINDS if (r := self.health[kind].stale_reason(kind, now, self.config.freshness_window))
         ]
         reason = "; ".join(reasons)
         if reason != self.stale_reason:

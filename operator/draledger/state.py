@@ -2,7 +2,9 @@
 
 Rules:
 1. An update is remove(the stored old view) + add(the new view), using what was stored, never re-derived
-   from the incoming object (kube-scheduler's NodeInfo does the same).
+   from the incoming object (kube-scheduler's NodeInfo does the same). A counted pod that stays counted on
+   its node, with the same claims, takes a shorter path to the same indexes: its sums move by the
+   difference, its claim indexes stand.
 2. Every mutation returns the set of node names whose ledger may have changed; ``ledger(node)`` recomputes
    one node from the indexes, touching only that node's pods, claims and pools.
 3. A ResourceSlice update whose pool generation is older than the one stored for the same slice is
@@ -75,6 +77,11 @@ class _SliceDerived:
     capacity: dict[int, Resources] | None = None  # never mutated once stored
 
 
+def _claim_keys(pod: PodView) -> frozenset[ClaimKey]:
+    """The ResourceClaims a pod consumes, by (namespace, name): the template claims not yet generated aside."""
+    return frozenset((pod.namespace, c.claim_name) for c in pod.claims if c.claim_name)
+
+
 class ClusterState:
     """Implements ``accounting.catalog.Catalog`` over incrementally maintained indexes."""
 
@@ -113,24 +120,20 @@ class ClusterState:
         pod_key = pod.key  # one tuple, shared by every index
         node = pod.node_name
         old = self.pods.get(pod_key)
-        if (
-            old is not None
-            and not pod.claims
-            and old.node_name == node
-            and pod.counted
-            and old.counted
-            and pod_key not in self._pod_claims
-        ):
-            # The common update: a counted pod without claims stays on its node (a resize, a status
-            # change). The same as delete + add below, without the claim bookkeeping: re-inserted so the
-            # indexes keep the new view's key tuple and ``pods`` keeps the order delete + add gives it.
-            del self.pods[pod_key]
-            self.pods[pod_key] = pod
-            on_node = self._pods_by_node[node]
-            del on_node[pod_key]
-            on_node[pod_key] = pod
-            self._sums[node].replace(old, pod)
-            return {node}
+        if old is not None and old.node_name == node and pod.counted and old.counted:
+            # The common update: a counted pod stays on its node (a resize, a status change), with the
+            # claims it had. The same as delete + add below, without the claim bookkeeping: the claim
+            # indexes (consumers, their sorted tuples) stand; re-inserted so the indexes keep the new view's
+            # key tuple and ``pods`` keeps the order delete + add gives it.
+            keys = self._pod_claims.get(pod_key)
+            if (keys == _claim_keys(pod)) if pod.claims else keys is None:
+                del self.pods[pod_key]
+                self.pods[pod_key] = pod
+                on_node = self._pods_by_node[node]
+                del on_node[pod_key]
+                on_node[pod_key] = pod
+                self._sums[node].replace(old, pod)
+                return {node} if keys is None else self._consumer_nodes(keys, {node})
         dirty = self.delete_pod(pod_key)
         self.pods[pod_key] = pod
         if pod.counted:
@@ -141,7 +144,7 @@ class ClusterState:
             sums.add(pod)
             dirty.add(node)
             if pod.claims:
-                keys = frozenset((pod.namespace, c.claim_name) for c in pod.claims if c.claim_name)
+                keys = _claim_keys(pod)
                 if keys:  # most pods have no claim: store nothing for them
                     self._pod_claims[pod_key] = keys
                     for key in keys:

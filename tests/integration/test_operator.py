@@ -226,7 +226,7 @@ class TestWrites:
                 before = len(writes(emulator))
                 emulator.patch_object(PODS, "p2", {"metadata": {"labels": {"touched": "yes"}}}, namespace="t")
                 await eventually(lambda: operator.runtime.state.pods[("t", "p2")].resource_version != "")
-                await eventually(lambda: operator.metrics.events.labels("pods")._value.get() >= 4)
+                await eventually(lambda: operator.metrics.event_counts.get("pods", 0) >= 4)
                 await eventually(lambda: not operator.runtime.dirty)
                 assert before == len(writes(emulator))
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from prometheus_client import generate_latest
+
 from draledger import watching
 from draledger.config import OperatorConfig
 from draledger.metrics import Metrics
@@ -89,7 +91,18 @@ class TestRebuild:
         rt, _ = runtime()
         rt.event("pods", "ADDED", {"metadata": {"name": "x", "namespace": "t", "uid": "u"}, "spec": "nonsense"})
         rt.event("nodes", "ADDED", {"metadata": "nonsense"})
-        assert 2 == sum(rt.metrics.events.labels(k)._value.get() for k in ("pods", "nodes"))
+        assert {"pods": 1, "nodes": 1} == rt.metrics.event_counts
+
+    async def test_events_are_exported_per_kind(self) -> None:
+        """The plain per-kind counts reach the scrape as the counter ``draledger_events_processed_total``."""
+        rt, _ = runtime()
+        registry = rt.metrics.registry
+        assert registry.get_sample_value("draledger_events_processed_total", {"kind": "pods"}) is None
+        for _ in range(3):
+            rt.event("pods", "ADDED", {"metadata": {"name": "x", "namespace": "t", "uid": "u"}})
+        rt.event("pods", "DELETED", {"metadata": {"name": "x", "namespace": "t", "uid": "u"}})
+        assert 4 == registry.get_sample_value("draledger_events_processed_total", {"kind": "pods"})
+        assert b"# TYPE draledger_events_processed_total counter" in generate_latest(registry)
 
 
 class TestFreshness:

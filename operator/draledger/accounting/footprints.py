@@ -70,7 +70,7 @@ def aggregate_containers(
             add_into(sidecars, container)
             _max_into(peak, sidecars)
         else:
-            _max_into(peak, added(container, sidecars))
+            _max_into(peak, added(container, sidecars) if sidecars else container)
     _max_into(requests, peak)
     return requests
 

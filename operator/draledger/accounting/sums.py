@@ -86,7 +86,8 @@ def _swap(sums: dict[str, Sum], before: Mapping[str, Quantity], after: Mapping[s
         entry = sums[name]
         fresh = after.get(name)
         if fresh is not None and fresh.fmt is quantity.fmt:
-            entry.value = EXACT.add(EXACT.subtract(entry.value, quantity.value), fresh.value)
+            if fresh.value != quantity.value:  # a resize mostly moves one resource: leave the others be
+                entry.value = EXACT.add(EXACT.subtract(entry.value, quantity.value), fresh.value)
             continue
         entry.add(quantity, -1)
         if fresh is not None:
@@ -122,15 +123,15 @@ class NodeSums:
         self.special.pop(pod.key, None)
 
     def replace(self, old: PodView, new: PodView) -> None:
-        """``remove(old)`` then ``add(new)``, in one pass for the common update (a pod without claims that
-        stays on the node: a resize, a status change)."""
-        if old.claims or new.claims:
+        """``remove(old)`` then ``add(new)``, in one pass when the pod stays in the same sum (the common
+        update of a pod that stays on its node: a resize, a status change)."""
+        if bool(old.claims) != bool(new.claims):
             self.remove(old)
             self.add(new)
             return
         before, after = plain_footprint(old), plain_footprint(new)
         if before is not after:
-            _swap(self.claimless, before, after)
+            _swap(self.claimed if new.claims else self.claimless, before, after)
         if needs_pass(new):
             self.special[new.key] = new
         else:

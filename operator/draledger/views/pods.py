@@ -30,9 +30,9 @@ from draledger.views.problems import (
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
-@dataclass(frozen=True, slots=True)
-class PodClaim:
-    """One ``spec.resourceClaims[]`` entry, resolved to a ResourceClaim name where possible."""
+class PodClaim(NamedTuple):
+    """One ``spec.resourceClaims[]`` entry, resolved to a ResourceClaim name where possible. A named tuple,
+    as PodView is: one is built per event of a pod with claims."""
 
     name: str  # the pod's own name for the claim
     claim_name: str | None  # the ResourceClaim object's name; None while a template claim is not generated
@@ -40,8 +40,7 @@ class PodClaim:
     containers: tuple[str, ...]  # init containers then containers, in spec order, that reference it
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimStatus:
+class ClaimStatus(NamedTuple):
     """One entry of ``status.nodeAllocatableResourceClaimStatuses`` (v1.36 or v1.37 shape)."""
 
     claim_name: str
@@ -126,25 +125,38 @@ _intern_str = sys.intern
 
 
 def _read_pod_fast(raw: AbstractMapping[str, Any]) -> PodView:
-    """``read_pod_full`` for a body it would report no problem for; raises Bail on anything else."""
-    meta = fast_mapping(raw.get("metadata"))
+    """``read_pod_full`` for a body it would report no problem for; raises Bail on anything else.
+
+    Hot: one call per pod event. ``type(x) is dict`` guards the common case inline, and the ``fast_*``
+    helpers (which also take dict subclasses, or bail) run only when it fails.
+    """
+    meta = raw.get("metadata")
+    if type(meta) is not dict:
+        meta = fast_mapping(meta)
     if "spec" not in raw:
         raise Bail
-    spec = fast_mapping(raw["spec"])
-    status = fast_mapping(raw.get("status"))
+    spec = raw["spec"]
+    if type(spec) is not dict:
+        spec = fast_mapping(spec)
+    status = raw.get("status")
+    if type(status) is not dict:
+        status = fast_mapping(status)
     name = meta.get("name")
-    if not (isinstance(name, str) and name):
+    if not (type(name) is str and name) and not (isinstance(name, str) and name):
         name = "<unnamed>"
     namespace = meta.get("namespace")
-    if not isinstance(namespace, str):
+    if type(namespace) is not str and not isinstance(namespace, str):
         namespace = ""
 
     references: dict[str, list[str]] = {}
     containers: list[dict[str, Quantity]] = []
     inits: list[tuple[dict[str, Quantity], bool]] = []
-    for field_name in ("initContainers", "containers"):
-        regular = field_name == "containers"
-        for container in fast_items(spec.get(field_name)):
+    for regular, items in ((False, spec.get("initContainers")), (True, spec.get("containers"))):
+        if items is None:
+            continue
+        if type(items) is not list:
+            items = fast_items(items)
+        for container in items:
             if type(container) is not dict:
                 container = fast_mapping(container)
             cname = container.get("name")
@@ -156,7 +168,8 @@ def _read_pod_fast(raw: AbstractMapping[str, Any]) -> PodView:
             limits = resources.get("limits")
             if limits is not None:
                 for lname, limit in fast_quantities(limits).items():
-                    requests.setdefault(lname, limit)
+                    if lname not in requests:
+                        requests[lname] = limit
             if regular:
                 containers.append(requests)
             else:
@@ -169,58 +182,71 @@ def _read_pod_fast(raw: AbstractMapping[str, Any]) -> PodView:
                     if cname not in users:
                         users.append(cname)
 
-    generated: dict[str, str | None] = {}
-    for entry in fast_items(status.get("resourceClaimStatuses")):
-        entry = fast_mapping(entry)
-        value = entry.get("resourceClaimName")
-        generated[fast_string(entry.get("name"))] = value if isinstance(value, str) and value else None
+    claims: tuple[PodClaim, ...] = ()
+    raw_claims = spec.get("resourceClaims")
+    if raw_claims is not None:
+        generated: dict[str, str | None] = {}
+        for entry in fast_items(status.get("resourceClaimStatuses")):
+            entry = fast_mapping(entry)
+            value = entry.get("resourceClaimName")
+            generated[fast_string(entry.get("name"))] = value if isinstance(value, str) and value else None
+        found: list[PodClaim] = []
+        for entry in fast_items(raw_claims):
+            entry = fast_mapping(entry)
+            cname = fast_string(entry.get("name"))
+            direct = fast_string(entry.get("resourceClaimName"))
+            template = fast_string(entry.get("resourceClaimTemplateName"))
+            if not direct and not template:
+                raise Bail
+            found.append(
+                _new(PodClaim, (cname, direct or generated.get(cname), not direct, tuple(references.get(cname, ()))))
+            )
+        claims = tuple(found)
+    elif "resourceClaimStatuses" in status:  # the full reader checks the field's shape even without claims
+        for entry in fast_items(status["resourceClaimStatuses"]):
+            fast_string(fast_mapping(entry).get("name"))
 
-    claims: list[PodClaim] = []
-    for entry in fast_items(spec.get("resourceClaims")):
-        entry = fast_mapping(entry)
-        cname = fast_string(entry.get("name"))
-        direct = fast_string(entry.get("resourceClaimName"))
-        template = fast_string(entry.get("resourceClaimTemplateName"))
-        if not direct and not template:
-            raise Bail
-        claim_name = direct or generated.get(cname)
-        claims.append(PodClaim(cname, claim_name, not direct, tuple(references.get(cname, ()))))
-
-    spec_resources = fast_mapping(spec.get("resources"))
-    affinity = fast_mapping(spec.get("affinity"))
+    spec_resources = spec.get("resources")
+    pod_level = (
+        _NO_QUANTITIES if spec_resources is None else fast_quantities(fast_mapping(spec_resources).get("requests"))
+    )
+    overhead = spec.get("overhead")
     raw_gates = spec.get("schedulingGates")
-    gates: tuple[str, ...] = (
-        ()
-        if raw_gates is None
-        else tuple(
+    gates: tuple[str, ...] = ()
+    gate_info = None
+    if raw_gates is not None:
+        gates = tuple(
             g["name"] for g in fast_items(raw_gates) if isinstance(g, dict) and isinstance(g.get("name"), str)
         )
-    )
-    namespace = _intern_str(namespace)
-    gate_info = (
-        GateInfo(
+    affinity = spec.get("affinity")
+    if affinity is not None:
+        affinity = fast_mapping(affinity)
+    if gates:
+        gate_info = GateInfo(
             created=fast_string(meta.get("creationTimestamp")),
-            has_affinity="affinity" in spec and spec.get("affinity") is not None,
+            has_affinity=affinity is not None,
             node_affinity=dict(affinity["nodeAffinity"])
-            if isinstance(affinity.get("nodeAffinity"), dict)
+            if affinity is not None and isinstance(affinity.get("nodeAffinity"), dict)
             else None,
         )
-        if gates
-        else None
-    )
-    return _pod_view(  # the fields in PodView's order
+    namespace = _intern_str(namespace)
+    uid = meta.get("uid")
+    version = meta.get("resourceVersion")
+    node = spec.get("nodeName")
+    phase = status.get("phase")
+    return _new(  # the fields in PodView's order
         PodView,
         (
             namespace,
             name,
-            fast_string(meta.get("uid")),
-            fast_string(meta.get("resourceVersion")),
-            _intern_str(fast_string(spec.get("nodeName"))),
-            _intern_str(fast_string(status.get("phase"))),
+            uid if type(uid) is str else fast_string(uid),
+            version if type(version) is str else fast_string(version),
+            _intern_str(node if type(node) is str else fast_string(node)),
+            _intern_str(phase if type(phase) is str else fast_string(phase)),
             aggregate_containers(containers, inits),
-            fast_quantities(spec_resources.get("requests")),
-            fast_quantities(spec.get("overhead")),
-            tuple(claims),
+            pod_level,
+            _NO_QUANTITIES if overhead is None else fast_quantities(overhead),
+            claims,
             _claim_statuses_fast(status),
             gates,
             gate_info,
@@ -230,7 +256,10 @@ def _read_pod_fast(raw: AbstractMapping[str, Any]) -> PodView:
     )
 
 
-_pod_view = tuple.__new__  # PodView(...) without the generated __new__'s Python frame
+_new = tuple.__new__  # a named tuple without its generated __new__'s Python frame
+# The pod-level requests and overhead most pods do not have: one shared empty dict (views are only read),
+# not two more per pod retained.
+_NO_QUANTITIES: dict[str, Quantity] = {}
 
 
 def _claim_statuses_fast(status: AbstractMapping[str, Any]) -> tuple[ClaimStatus, ...] | None:
@@ -264,13 +293,9 @@ def _claim_statuses_fast(status: AbstractMapping[str, Any]) -> tuple[ClaimStatus
                         if name:
                             target[name] = quantity
         out.append(
-            ClaimStatus(
-                claim_name=fast_string(entry.get("resourceClaimName")),
-                containers=containers,
-                mapping=mapping,
-                per_pod=per_pod,
-                per_container=per_container,
-                shape=shape,
+            _new(
+                ClaimStatus,
+                (fast_string(entry.get("resourceClaimName")), containers, mapping, per_pod, per_container, shape),
             )
         )
     return tuple(out)
@@ -307,9 +332,7 @@ def read_pod_full(raw: AbstractMapping[str, Any]) -> PodView:
                     users.append(cname)
 
     generated: dict[str, str | None] = {}
-    for index, entry in enumerate(
-        reader.items(status.get("resourceClaimStatuses"), "status.resourceClaimStatuses")
-    ):
+    for index, entry in enumerate(reader.items(status.get("resourceClaimStatuses"), "status.resourceClaimStatuses")):
         entry = reader.mapping(entry, f"status.resourceClaimStatuses[{index}]")
         name = reader.string(entry.get("name"), f"status.resourceClaimStatuses[{index}].name")
         value = entry.get("resourceClaimName")
@@ -325,9 +348,7 @@ def read_pod_full(raw: AbstractMapping[str, Any]) -> PodView:
         claim_name = direct or (generated.get(name) if template else None)
         if not direct and not template:
             reader.bad(path, entry, "needs resourceClaimName or resourceClaimTemplateName")
-        claims.append(
-            PodClaim(name, claim_name, bool(template) and not direct, tuple(references.get(name, ())))
-        )
+        claims.append(PodClaim(name, claim_name, bool(template) and not direct, tuple(references.get(name, ()))))
 
     spec_resources = reader.mapping(spec.get("resources"), "spec.resources")
     affinity = reader.mapping(spec.get("affinity"), "spec.affinity")
@@ -353,9 +374,7 @@ def read_pod_full(raw: AbstractMapping[str, Any]) -> PodView:
         gate_info=GateInfo(
             created=reader.string(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
             has_affinity="affinity" in spec and spec.get("affinity") is not None,
-            node_affinity=dict(affinity["nodeAffinity"])
-            if isinstance(affinity.get("nodeAffinity"), dict)
-            else None,
+            node_affinity=dict(affinity["nodeAffinity"]) if isinstance(affinity.get("nodeAffinity"), dict) else None,
         )
         if gates
         else None,
@@ -373,9 +392,7 @@ def _claim_statuses(reader: Reader, status: AbstractMapping[str, Any]) -> tuple[
         path = f"{field}[{index}]"
         entry = reader.mapping(entry, path)
         containers = tuple(
-            _intern(c)
-            for c in reader.items(entry.get("containers"), f"{path}.containers")
-            if isinstance(c, str)
+            _intern(c) for c in reader.items(entry.get("containers"), f"{path}.containers") if isinstance(c, str)
         )
         mapping: dict[str, Quantity] = {}
         per_pod: dict[str, Quantity] = {}

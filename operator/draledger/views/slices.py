@@ -9,13 +9,18 @@ Rules:
 3. Keys must be node-allocatable resource names (``cpu``, ``memory``, ``ephemeral-storage``,
    ``hugepages-<size>``); a negative multiplier or overhead is invalid. Invalid entries are reported as
    ``InvalidMapping`` problems and dropped; the device's other mappings still count.
+4. A republished slice whose devices are byte for byte those of the view it replaces (``previous``) keeps
+   that view's devices and their problems: drivers republish every device when one changes or the pool
+   generation moves, and reading 100 devices costs more than the check (see ``devices_key``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 import re
 from collections.abc import Mapping as AbstractMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from draledger.quantities import ZERO, Quantity, parse_quantity
@@ -98,15 +103,39 @@ class SliceView:
     devices: tuple[DeviceView, ...]
     problems: tuple[Problem, ...] = ()
     shape: str = "v1.36"  # "v1.37" when any device uses nodeAllocatableResources
+    # ``devices_key`` of what the devices were read from: a cache key, out of the view's equality
+    devices_key: bytes | None = field(default=None, compare=False)
+    device_problems: tuple[Problem, ...] = ()  # the part of ``problems`` that the devices gave
 
     @property
     def pool_key(self) -> tuple[str, str]:
         return (self.driver, self.pool)
 
 
-def read_slice(raw: AbstractMapping[str, Any], *, fast: bool = True) -> SliceView:
+def devices_key(raw_devices: object, driver: str, basic: bool) -> bytes | None:
+    """A digest of everything a slice's devices are read from: ``spec.devices`` as sent, the driver
+    (unqualified names live in its domain) and the v1beta1 layout; None when marshal cannot take the value
+    (never for decoded JSON).
+
+    marshal writes every value with its type (``1``, ``1.0`` and ``true`` differ, though ``==`` holds them
+    equal), and its bytes load back to exactly the value written: equal keys are equal inputs, short of a
+    SHA-256 collision. Equal inputs mostly give equal keys, not always: marshal marks an object that more
+    than one reference holds, such as a key string the JSON decoder shares across the document. A device key
+    that appears once in a watch event but in several slices of a list response marks differently. That
+    costs one more reading, never a wrong view; format 2, which marks nothing, takes twice as long.
+    """
+    try:
+        data = marshal.dumps((raw_devices, driver, basic), 4)  # type: ignore[arg-type]  # ValueError if not
+    except (ValueError, TypeError):
+        return None
+    return hashlib.sha256(data).digest()
+
+
+def read_slice(raw: AbstractMapping[str, Any], *, fast: bool = True, previous: SliceView | None = None) -> SliceView:
     """The slice's view. A plainly well-formed v1.36 device is read by a fast reader that builds no field
-    paths; any other device (or every device, with ``fast=False``) by the full one. Same result either way."""
+    paths; any other device (or every device, with ``fast=False``) by the full one. Same result either way.
+    With ``previous`` (the view this body replaces), devices equal to the ones it was read from are not read
+    again (rule 4): the result is the same as without it."""
     reader = Reader(ref_of(raw, "ResourceSlice"))
     spec = reader.mapping(raw.get("spec"), "spec")
     pool = reader.mapping(spec.get("pool"), "spec.pool")
@@ -114,23 +143,15 @@ def read_slice(raw: AbstractMapping[str, Any], *, fast: bool = True) -> SliceVie
     if not driver:
         reader.bad("spec.driver", spec.get("driver"), "a ResourceSlice needs a driver")
     basic = str(raw.get("apiVersion", "")).endswith("/v1beta1")
-    devices = []
-    v137 = False
-    for index, device in enumerate(reader.items(spec.get("devices"), "spec.devices")):
-        if isinstance(device, dict) and device.get("nodeAllocatableResources") is not None:
-            v137 = True
-        if fast and not basic and isinstance(device, dict):
-            try:  # most devices: no field paths, no problems
-                devices.append(_read_device_fast(device, driver))
-                continue
-            except Bail:
-                pass
-        path = f"spec.devices[{index}]"
-        device = reader.mapping(device, path)
-        if basic:
-            path += ".basic"
-            device = {"name": device.get("name"), **reader.mapping(device.get("basic"), path)}
-        devices.append(_read_device(reader, device, path, driver))
+    raw_devices = spec.get("devices")
+    key = devices_key(raw_devices, driver, basic)
+    if previous is not None and key is not None and previous.devices_key == key and previous.name == reader.ref.name:
+        devices = previous.devices
+        device_problems = previous.device_problems
+        reader.problems.extend(device_problems)
+        v137 = previous.shape == "v1.37"
+    else:
+        devices, device_problems, v137 = _read_devices(reader, raw_devices, driver, basic, fast)
     meta = reader.mapping(raw.get("metadata"), "metadata")
     return SliceView(
         name=reader.ref.name,
@@ -140,10 +161,39 @@ def read_slice(raw: AbstractMapping[str, Any], *, fast: bool = True) -> SliceVie
         generation=reader.integer(pool.get("generation"), "spec.pool.generation"),
         slice_count=reader.integer(pool.get("resourceSliceCount"), "spec.pool.resourceSliceCount", 1),
         node_name=reader.string(spec.get("nodeName"), "spec.nodeName"),
-        devices=tuple(devices),
+        devices=devices,
         problems=tuple(reader.problems),
         shape="v1.37" if v137 else "v1.36",
+        devices_key=key,
+        device_problems=device_problems,
     )
+
+
+def _read_devices(
+    reader: Reader, raw_devices: object, driver: str, basic: bool, fast: bool
+) -> tuple[tuple[DeviceView, ...], tuple[Problem, ...], bool]:
+    """The devices, the problems they gave, and whether any uses the v1.37 field."""
+    first = len(reader.problems)
+    devices = []
+    v137 = False
+    fast = fast and not basic
+    read_fast = _read_device_fast
+    for index, device in enumerate(reader.items(raw_devices, "spec.devices")):
+        if fast and type(device) is dict:
+            try:  # most devices: no field paths, no problems (nor nodeAllocatableResources: that bails)
+                devices.append(read_fast(device, driver))
+                continue
+            except Bail:
+                pass
+        if isinstance(device, dict) and device.get("nodeAllocatableResources") is not None:
+            v137 = True
+        path = f"spec.devices[{index}]"
+        device = reader.mapping(device, path)
+        if basic:
+            path += ".basic"
+            device = {"name": device.get("name"), **reader.mapping(device.get("basic"), path)}
+        devices.append(_read_device(reader, device, path, driver))
+    return tuple(devices), tuple(reader.problems[first:]), v137
 
 
 # (capacityKey, allocationMultiplier) as sent -> the v1.36 Mapping it reads as (Mappings are immutable).
@@ -158,10 +208,15 @@ def _read_device_fast(device: AbstractMapping[str, Any], driver: str) -> DeviceV
     attributes: dict[str, int] = {}
     raw_attributes = device.get("attributes")
     if raw_attributes is not None:
-        for key, value in fast_mapping(raw_attributes).items():
+        if type(raw_attributes) is not dict:
+            raw_attributes = fast_mapping(raw_attributes)
+        for key, value in raw_attributes.items():
             if type(value) is dict or isinstance(value, dict):
                 number = value.get("int")
-                if number is not None and isinstance(number, int) and not isinstance(number, bool):
+                # type() first: a JSON int is exactly int, and a bool (an int subclass) is no int attribute
+                if type(number) is int or (
+                    number is not None and isinstance(number, int) and not isinstance(number, bool)
+                ):
                     attributes[key] = number
     capacity: dict[str, Quantity] = {}
     raw_capacity = device.get("capacity")
@@ -208,11 +263,7 @@ def _read_device(reader: Reader, device: AbstractMapping[str, Any], path: str, d
     name = reader.string(device.get("name"), f"{path}.name")
     attributes: dict[str, int] = {}
     for key, value in reader.mapping(device.get("attributes"), f"{path}.attributes").items():
-        if (
-            isinstance(value, dict)
-            and isinstance(value.get("int"), int)
-            and not isinstance(value["int"], bool)
-        ):
+        if isinstance(value, dict) and isinstance(value.get("int"), int) and not isinstance(value["int"], bool):
             attributes[key] = value["int"]
     capacity: dict[str, Quantity] = {}
     for key, value in reader.mapping(device.get("capacity"), f"{path}.capacity").items():
@@ -304,9 +355,7 @@ def _read_v137(reader: Reader, raw: object, path: str) -> dict[str, Mapping]:
             if overhead.get("perPod") is not None:
                 per_pod = _non_negative(reader, overhead["perPod"], f"{where}.overhead.perPod")
             if overhead.get("perContainer") is not None:
-                per_container = _non_negative(
-                    reader, overhead["perContainer"], f"{where}.overhead.perContainer"
-                )
+                per_container = _non_negative(reader, overhead["perContainer"], f"{where}.overhead.perContainer")
         if multiplier is None and per_pod is None and per_container is None:
             reader.bad(where, entry, "needs a mapping or an overhead", "InvalidMapping")
             continue

@@ -137,7 +137,7 @@ def leaf(raw: Any, path: tuple[Any, ...]) -> Any:
 def test_a_previous_view_never_changes_the_result(bodies: tuple[Raw, Raw]) -> None:
     """Reading with the view a body replaces gives what reading it afresh gives (rule 4 of slices)."""
     first, second = bodies
-    previous = read_slice(first)
+    previous = read_slice(first, keyed=True)
     assert strict(read_slice(second, previous=previous)) == strict(read_slice(second))
 
 
@@ -154,22 +154,23 @@ class TestRepublishedDevices:
         return slice_obj("s", devices=devices, driver=driver, generation=generation)
 
     def test_the_same_devices_are_kept_not_read_again(self) -> None:
-        first = read_slice(self.slice_with({"numaNode": {"int": 1}}))
+        first = read_slice(self.slice_with({"numaNode": {"int": 1}}), keyed=True)
         second = read_slice(self.slice_with({"numaNode": {"int": 1}}, generation=2), previous=first)
         assert second.devices is first.devices
         assert second.generation == 2
+        assert read_slice(self.slice_with({})).devices_key is None  # audit reads each slice once: no key
 
     @pytest.mark.parametrize("same", [True, 1.0])
     def test_an_equal_value_of_another_type_is_read_again(self, same: Any) -> None:
         """``{"int": 1} == {"int": True} == {"int": 1.0}`` in Python; only the first is an int attribute."""
-        first = read_slice(self.slice_with({"numaNode": {"int": 1}}))
+        first = read_slice(self.slice_with({"numaNode": {"int": 1}}), keyed=True)
         second = read_slice(self.slice_with({"numaNode": {"int": same}}), previous=first)
         assert second.devices is not first.devices
         assert second.devices[0].attributes == {}
 
     def test_another_driver_reads_again(self) -> None:
         """An unqualified capacityKey lives in the driver's domain: a new driver is a new reading."""
-        first = read_slice(self.slice_with({}))
+        first = read_slice(self.slice_with({}), keyed=True)
         second = read_slice(self.slice_with({}, driver="dra.other"), previous=first)
         assert second.devices is not first.devices
         assert second.devices_key != first.devices_key
@@ -180,14 +181,14 @@ class TestRepublishedDevices:
         raw["spec"]["devices"][0]["capacity"] = {"size": {"value": "lots"}}
         other = copy.deepcopy(raw)
         other["metadata"]["name"] = "other"
-        second = read_slice(raw, previous=read_slice(other))
+        second = read_slice(raw, previous=read_slice(other, keyed=True))
         assert second.problems == read_slice(raw).problems
         assert {p.obj.name for p in second.problems if p.obj} == {"s"}
 
     def test_device_problems_are_kept_with_the_devices(self) -> None:
         raw = self.slice_with({})
         raw["spec"]["devices"][0]["capacity"] = {"size": {"value": "lots"}}
-        first = read_slice(raw)
+        first = read_slice(raw, keyed=True)
         raw["spec"]["pool"]["generation"] = 2
         second = read_slice(raw, previous=first)
         assert second.devices is first.devices

@@ -160,7 +160,7 @@ class Runtime:
                 self.wakeup.set()
         else:
             name = meta.get("name") if isinstance(meta := body.get("metadata"), dict) else None
-            view = read_slice(body, previous=state.slices.get(name) if isinstance(name, str) else None)
+            view = read_slice(body, keyed=True, previous=state.slices.get(name) if isinstance(name, str) else None)
             if view.shape == "v1.37" and view.devices:
                 self.shape_seen = self.shape_seen or "v1.37"
             try:

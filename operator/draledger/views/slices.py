@@ -131,11 +131,14 @@ def devices_key(raw_devices: object, driver: str, basic: bool) -> bytes | None:
     return hashlib.sha256(data).digest()
 
 
-def read_slice(raw: AbstractMapping[str, Any], *, fast: bool = True, previous: SliceView | None = None) -> SliceView:
+def read_slice(
+    raw: AbstractMapping[str, Any], *, fast: bool = True, keyed: bool = False, previous: SliceView | None = None
+) -> SliceView:
     """The slice's view. A plainly well-formed v1.36 device is read by a fast reader that builds no field
     paths; any other device (or every device, with ``fast=False``) by the full one. Same result either way.
-    With ``previous`` (the view this body replaces), devices equal to the ones it was read from are not read
-    again (rule 4): the result is the same as without it."""
+    ``keyed`` (or a ``previous``) takes the devices' key, so that a later reading can reuse them; with
+    ``previous`` (the view this body replaces), devices equal to the ones it was read from are not read
+    again (rule 4). The result is the same either way, but for ``devices_key``."""
     reader = Reader(ref_of(raw, "ResourceSlice"))
     spec = reader.mapping(raw.get("spec"), "spec")
     pool = reader.mapping(spec.get("pool"), "spec.pool")
@@ -144,7 +147,7 @@ def read_slice(raw: AbstractMapping[str, Any], *, fast: bool = True, previous: S
         reader.bad("spec.driver", spec.get("driver"), "a ResourceSlice needs a driver")
     basic = str(raw.get("apiVersion", "")).endswith("/v1beta1")
     raw_devices = spec.get("devices")
-    key = devices_key(raw_devices, driver, basic)
+    key = devices_key(raw_devices, driver, basic) if keyed or previous is not None else None
     if previous is not None and key is not None and previous.devices_key == key and previous.name == reader.ref.name:
         devices = previous.devices
         device_problems = previous.device_problems

@@ -142,10 +142,10 @@ def _read_pod_fast(raw: AbstractMapping[str, Any]) -> PodView:
     if type(status) is not dict:
         status = fast_mapping(status)
     name = meta.get("name")
-    if not (type(name) is str and name) and not (isinstance(name, str) and name):
+    if not (isinstance(name, str) and name):
         name = "<unnamed>"
     namespace = meta.get("namespace")
-    if type(namespace) is not str and not isinstance(namespace, str):
+    if not isinstance(namespace, str):
         namespace = ""
 
     references: dict[str, list[str]] = {}

@@ -70,11 +70,16 @@ class Sum:
         return {fmt for fmt, count in zip(_FORMATS, self.counts[:3], strict=True) if count}
 
 
+def _entry(sums: dict[str, Sum], name: str) -> Sum:
+    entry = sums.get(name)
+    if entry is None:
+        entry = sums[name] = Sum()
+    return entry
+
+
 def _apply(sums: dict[str, Sum], amounts: Mapping[str, Quantity], sign: int) -> None:
     for name, quantity in amounts.items():
-        entry = sums.get(name)
-        if entry is None:
-            entry = sums[name] = Sum()
+        entry = _entry(sums, name)
         entry.add(quantity, sign)
         if not entry.terms:
             del sums[name]
@@ -96,10 +101,7 @@ def _swap(sums: dict[str, Sum], before: Mapping[str, Quantity], after: Mapping[s
             del sums[name]
     for name, fresh in after.items():
         if name not in before:
-            added = sums.get(name)
-            if added is None:
-                added = sums[name] = Sum()
-            added.add(fresh, 1)
+            _entry(sums, name).add(fresh, 1)
 
 
 class NodeSums:

@@ -182,14 +182,15 @@ def _read_pod_fast(raw: AbstractMapping[str, Any]) -> PodView:
                     if cname not in users:
                         users.append(cname)
 
+    generated: dict[str, str | None] = {}
+    for entry in fast_items(status.get("resourceClaimStatuses")):
+        entry = fast_mapping(entry)
+        value = entry.get("resourceClaimName")
+        generated[fast_string(entry.get("name"))] = value if isinstance(value, str) and value else None
+
     claims: tuple[PodClaim, ...] = ()
     raw_claims = spec.get("resourceClaims")
     if raw_claims is not None:
-        generated: dict[str, str | None] = {}
-        for entry in fast_items(status.get("resourceClaimStatuses")):
-            entry = fast_mapping(entry)
-            value = entry.get("resourceClaimName")
-            generated[fast_string(entry.get("name"))] = value if isinstance(value, str) and value else None
         found: list[PodClaim] = []
         for entry in fast_items(raw_claims):
             entry = fast_mapping(entry)
@@ -202,9 +203,6 @@ def _read_pod_fast(raw: AbstractMapping[str, Any]) -> PodView:
                 _new(PodClaim, (cname, direct or generated.get(cname), not direct, tuple(references.get(cname, ()))))
             )
         claims = tuple(found)
-    elif "resourceClaimStatuses" in status:  # the full reader checks the field's shape even without claims
-        for entry in fast_items(status["resourceClaimStatuses"]):
-            fast_string(fast_mapping(entry).get("name"))
 
     spec_resources = spec.get("resources")
     pod_level = (

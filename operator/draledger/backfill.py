@@ -38,6 +38,19 @@ class Backfill:
         configured = self.runtime.config.status_shape
         return configured if configured != "auto" else (self.runtime.shape_seen or "v1.36")
 
+    def wanted(self, node: str) -> bool:
+        """Whether a pod of the node may need its status filled in (checked without computing any status)."""
+        runtime = self.runtime
+        if runtime.backfill_disabled or not runtime.rebuilt.is_set():
+            return False
+        attempted = self.attempted
+        for pod in runtime.state.pods_on(node):
+            if pod.claim_statuses is None and pod.claims:
+                version, attempts = attempted.get(pod.key, ("", 0))
+                if version != pod.resource_version or attempts < MAX_ATTEMPTS:
+                    return True
+        return False
+
     async def node(self, node: str) -> None:
         runtime = self.runtime
         if runtime.backfill_disabled or not runtime.rebuilt.is_set():
@@ -62,7 +75,7 @@ class Backfill:
             ]
             path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
             try:
-                answer = await self.api.json_patch(path, ops)
+                answer = await self.api.json_patch(path, ops, attempts=1)
             except Conflict:
                 runtime.metrics.write_failures.labels("pod-status", "conflict").inc()
                 log.info(

@@ -38,6 +38,9 @@ class OperatorConfig:
     # watch event is hundreds of short-lived containers; at 700 the collector runs every event or two and
     # rescans the young state each time (docs/performance.md).
     gc_threshold: int = 10_000
+    # Ledger writes in flight at once: one node's slow or failing writes (each retried with its own backoff)
+    # never hold the others, nor the gate releases.
+    write_concurrency: int = 8
 
 
 def _env(name: str, default: str) -> str:
@@ -150,6 +153,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=int(_env("gc-threshold", str(d.gc_threshold))),
         help="generation-0 threshold of Python's garbage collector (0: Python's default)",
     )
+    parser.add_argument(
+        "--write-concurrency",
+        type=int,
+        default=int(_env("write-concurrency", str(d.write_concurrency))),
+        help="ledger writes in flight at once; a failing node backs off alone (env DRALEDGER_WRITE_CONCURRENCY)",
+    )
 
 
 def from_args(args: argparse.Namespace) -> OperatorConfig:
@@ -178,4 +187,5 @@ def from_args(args: argparse.Namespace) -> OperatorConfig:
             n.strip() for n in args.gate_exclude_namespaces.split(",") if n.strip()
         ),
         gc_threshold=args.gc_threshold,
+        write_concurrency=max(1, args.write_concurrency),
     )

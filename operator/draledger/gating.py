@@ -6,7 +6,8 @@ Rules:
    created already bound (``spec.nodeName``), which the API server would refuse with a gate. The decision to let a
    pod go is made at release time, never at admission.
 2. Release removes only our gate and tightens node affinity in the same guarded JSON patch
-   (accounting.release). A conflict (422) is retried on the next pass with fresh state.
+   (accounting.release), decided from every node's standing computed now. A conflict (422) is retried on
+   the next pass with fresh state; a failing API is tried once more, never long: the pass goes on.
 3. A pod held back gets an Event with the reason when the reason changes, and is counted by reason.
 """
 
@@ -21,6 +22,7 @@ import kopf
 import structlog
 
 from draledger import events
+from draledger.accounting.ledger import Ledger
 from draledger.accounting.release import GATE, NodeStanding, decide
 from draledger.kubeapi import ApiError, Conflict, KubeApi
 
@@ -77,11 +79,41 @@ def register_webhook(registry: kopf.OperatorRegistry, excluded: frozenset[str]) 
 
 
 class Releaser:
+    """Decides, pod by pod, from the standing of every node computed now (never from what was last written).
+
+    ``standing`` holds each node's phase and free resources; a node marked since it was computed (an event,
+    a flag, the rebuild) is computed again before the next decision, so a decision never rests on a node's
+    old picture, nor on an empty one.
+    """
+
     def __init__(self, runtime: Runtime, api: KubeApi) -> None:
         self.runtime = runtime
         self.api = api
         self.standing: dict[str, NodeStanding] = {}
         self.reasons: dict[tuple[str, str], str] = {}
+        # A pass that met a failed patch or an unhealthy stream: the next one comes without waiting for an
+        # event (nothing else would wake the writer for a 422 that changed nothing).
+        self.retry_soon = False
+
+    def note(self, node: str, ledger: Ledger | None) -> None:
+        """The writer computed this node's ledger just now."""
+        if ledger is None:
+            self.standing.pop(node, None)
+        else:
+            self.standing[node] = NodeStanding(ledger.phase, {r: line.free for r, line in ledger.resources.items()})
+
+    def refresh(self) -> None:
+        """Compute again every node touched since the last look; forget nodes that are gone."""
+        runtime = self.runtime
+        touched, runtime.touched = runtime.touched, set()
+        for node in touched:
+            self.note(node, runtime.state.ledger(node, runtime.flags(node)))
+        nodes = runtime.state.nodes
+        if len(self.standing) != len(nodes):
+            for node in [n for n in self.standing if n not in nodes]:
+                del self.standing[node]
+            for node in [n for n in nodes if n not in self.standing]:
+                self.note(node, runtime.state.ledger(node, runtime.flags(node)))
 
     async def release_pass(self) -> None:
         runtime = self.runtime
@@ -89,25 +121,31 @@ class Releaser:
         counts: dict[str, int] = {}
         oldest = 0.0
         now = datetime.now(UTC)
+        rebuilt = runtime.rebuilt.is_set()  # once per pass: a rebuild completing mid-pass waits for the next
+        self.retry_soon = False
         for key in sorted(runtime.gated):
             pod = state.pods.get(key)
             if pod is None or GATE not in pod.scheduling_gates:
                 runtime.gated.discard(key)
                 continue
+            if rebuilt:
+                self.refresh()  # events may have arrived while the previous pod's patch was on the way
             decision = decide(
                 pod,
                 self.standing,
                 state,
-                rebuilt=runtime.rebuilt.is_set(),
+                rebuilt=rebuilt,
                 cluster_frozen=runtime.config.frozen,
                 numa_attributes=runtime.config.numa_attributes,
+                streams_unhealthy=runtime.streams_unhealthy() if rebuilt else "",
+                outside=runtime.outside,
             )
             if decision.release and decision.patch is not None:
                 if await self._release(pod.namespace, pod.name, decision.patch, decision.message):
                     runtime.gated.discard(key)
                     self.reasons.pop(key, None)
                     continue
-                decision_reason = "Conflict"
+                decision_reason = "Conflict"  # a failed patch, of any kind: tried again soon
             else:
                 decision_reason = decision.reason
                 if self.reasons.get(key) != decision_reason:
@@ -120,13 +158,16 @@ class Releaser:
                     oldest = max(oldest, (now - created).total_seconds())
                 except ValueError:
                     pass
+        self.retry_soon = bool(counts.get("Conflict") or counts.get("WatchUnhealthy"))
         for reason in set(counts) | {labels[0] for labels in runtime.metrics.gated._metrics}:
             runtime.metrics.gated.labels(reason).set(counts.get(reason, 0))
         runtime.metrics.gated_oldest.set(oldest)
+        if len(self.reasons) > 2 * len(runtime.gated) + 100:
+            self.reasons = {k: v for k, v in self.reasons.items() if k in runtime.gated}
 
     async def _release(self, namespace: str, name: str, patch: list[dict[str, Any]], message: str) -> bool:
         try:
-            await self.api.json_patch(f"/api/v1/namespaces/{namespace}/pods/{name}", patch)
+            await self.api.json_patch(f"/api/v1/namespaces/{namespace}/pods/{name}", patch, attempts=1)
         except Conflict:
             self.runtime.metrics.write_failures.labels("pod-gate", "conflict").inc()
             log.info("pod changed before release; will retry", pod=f"{namespace}/{name}")

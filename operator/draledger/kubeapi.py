@@ -3,7 +3,8 @@
 Rules:
 1. Credentials come from Kopf's login (``kopf.ConnectionInfo``): in-cluster, KUBECONFIG, or an explicit URL.
 2. 429, 5xx and connection errors are retried with capped exponential backoff (honouring Retry-After);
-   409/422 are returned to the caller as ``Conflict`` (it re-reads and decides); other 4xx raise ``ApiError``.
+   409/422 are returned to the caller as ``Conflict`` (it re-reads and decides), 404 as ``NotFound``; other 4xx
+   raise ``ApiError``.
 3. Nothing here decides what to write: callers pass complete patches.
 """
 
@@ -34,17 +35,31 @@ class Conflict(ApiError):
     """409 or 422: the object changed under us (a resourceVersion test failed, or it already exists)."""
 
 
+class NotFound(ApiError):
+    """404: the object (or its parent) does not exist."""
+
+
 def backoffs(base: float = 0.2, cap: float = 10.0, attempts: int = 8) -> list[float]:
     return [min(cap, base * 2**i) for i in range(attempts)]
 
 
 class KubeApi:
     def __init__(
-        self, info: kopf.ConnectionInfo, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+        self,
+        info: kopf.ConnectionInfo,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        *,
+        attempts: int = 8,
+        timeout: float = 30.0,
+        connect_timeout: float | None = None,
     ) -> None:
+        """``attempts`` retries of 429, 5xx and connection errors; ``timeout`` seconds per request, of which
+        ``connect_timeout`` to connect (commands use short ones, so an unreachable server fails fast)."""
         self.server = info.server.rstrip("/")
         self._info = info
         self._sleep = sleep
+        self._attempts = attempts
+        self._timeout = aiohttp.ClientTimeout(total=timeout, connect=connect_timeout)
         self._session: aiohttp.ClientSession | None = None
 
     def _ssl(self) -> ssl.SSLContext | bool:
@@ -79,7 +94,7 @@ class KubeApi:
                 connector=connector,
                 headers=self._headers(),
                 auth=auth,
-                timeout=aiohttp.ClientTimeout(total=30),
+                timeout=self._timeout,
             )
         return self._session
 
@@ -97,11 +112,14 @@ class KubeApi:
         params: dict[str, str] | None = None,
         what: str = "",
         reply: bool = True,
+        attempts: int | None = None,
     ) -> Any:
         """The decoded response body; None for ``reply=False`` (a write whose answer nobody reads is not
-        decoded: a ledger's is kilobytes, and the watch brings the object anyway)."""
+        decoded: a ledger's is kilobytes, and the watch brings the object anyway). ``attempts`` overrides the
+        client's number of retries for this call (the writer retries per node itself, so one node's trouble
+        never holds a slot for long)."""
         what = what or f"{method} {path}"
-        delays = backoffs()
+        delays = backoffs(attempts=self._attempts if attempts is None else attempts)
         for attempt in range(len(delays) + 1):
             try:
                 session = await self.session()
@@ -122,6 +140,8 @@ class KubeApi:
                         return payload
                     if response.status in (409, 422):
                         raise Conflict(response.status, payload, what)
+                    if response.status == 404:
+                        raise NotFound(response.status, payload, what)
                     retryable = response.status == 429 or response.status >= 500
                     if not retryable or attempt == len(delays):
                         raise ApiError(response.status, payload, what)
@@ -137,8 +157,8 @@ class KubeApi:
         raise AssertionError("unreachable")
 
     # ----- conveniences -----
-    async def get(self, path: str, **params: str) -> Any:
-        return await self.request("GET", path, params=params or None)
+    async def get(self, path: str, *, attempts: int | None = None, **params: str) -> Any:
+        return await self.request("GET", path, params=params or None, attempts=attempts)
 
     async def list_all(self, path: str, **params: str) -> list[dict[str, Any]]:
         """A paginated LIST (limit/continue)."""
@@ -152,11 +172,13 @@ class KubeApi:
                 return items
             query = {**query, "continue": token}
 
-    async def create(self, path: str, body: dict[str, Any]) -> Any:
-        return await self.request("POST", path, body=body)
+    async def create(self, path: str, body: dict[str, Any], *, attempts: int | None = None) -> Any:
+        return await self.request("POST", path, body=body, attempts=attempts)
 
-    async def merge_patch(self, path: str, patch: dict[str, Any], *, reply: bool = True) -> Any:
-        return await self.request("PATCH", path, body=patch, content_type=MERGE_PATCH, reply=reply)
+    async def merge_patch(
+        self, path: str, patch: dict[str, Any], *, reply: bool = True, attempts: int | None = None
+    ) -> Any:
+        return await self.request("PATCH", path, body=patch, content_type=MERGE_PATCH, reply=reply, attempts=attempts)
 
-    async def json_patch(self, path: str, ops: list[dict[str, Any]]) -> Any:
-        return await self.request("PATCH", path, body=ops, content_type=JSON_PATCH)
+    async def json_patch(self, path: str, ops: list[dict[str, Any]], *, attempts: int | None = None) -> Any:
+        return await self.request("PATCH", path, body=ops, content_type=JSON_PATCH, attempts=attempts)

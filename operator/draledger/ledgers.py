@@ -103,6 +103,14 @@ class LedgerCondition(_Model):
     last_transition_time: str = Field(json_schema_extra={"format": "date-time"})
 
 
+class RejectedSliceRecord(_Model):
+    name: str = Field(description="the ResourceSlice")
+    driver: str
+    pool: str
+    generation: int = Field(ge=0, description="the newest pool generation seen; older updates stay refused")
+    rejected_generation: int = Field(ge=0, description="the older generation the driver published since")
+
+
 class NodeAllocatableLedgerStatus(_Model):
     node_name: str
     phase: Phase
@@ -116,6 +124,11 @@ class NodeAllocatableLedgerStatus(_Model):
     claims: list[LedgerClaim]
     problems: list[LedgerProblem]
     conditions: list[LedgerCondition]
+    rejected_slices: list[RejectedSliceRecord] | None = Field(
+        None,
+        description="operator only: ResourceSlice updates refused because their pool generation went back "
+        "(kept across restarts until the driver publishes the generation again)",
+    )
 
 
 class NodeAllocatableLedgerSpec(_Model):
@@ -190,7 +203,7 @@ def status_body(
     ``status_json(status_of(...))`` (this body read back through the model) equal to it, key order
     included, so the body always validates against the model the CRD schema is generated from.
     """
-    return {
+    body = {
         "nodeName": ledger.node_name,
         "phase": Phase(ledger.phase).value,
         "ledgerVersion": ledger_version,
@@ -230,6 +243,18 @@ def status_body(
         "problems": [_problem_body(p) for p in ledger.problems],
         "conditions": _condition_bodies(ledger.conditions, previous_conditions, now),
     }
+    if ledger.rejected_slices:
+        body["rejectedSlices"] = [
+            {
+                "name": r.name,
+                "driver": r.driver,
+                "pool": r.pool,
+                "generation": r.generation,
+                "rejectedGeneration": r.rejected,
+            }
+            for r in ledger.rejected_slices
+        ]
+    return body
 
 
 def line_figures(line: ResourceLine) -> dict[str, str]:

@@ -265,6 +265,11 @@ class ClusterState:
                     nodes.add(pods[pod].node_name)
         return nodes
 
+    def pool_nodes(self, pool_key: PoolKey) -> Dirty:
+        """The nodes whose ledgers a change of the pool reaches: those with a slice of it, and the nodes of
+        the pods whose claims have results in it."""
+        return self._pool_nodes(pool_key)
+
     def _pool_nodes(self, pool_key: PoolKey) -> Dirty:
         pool = self._pools.get(pool_key)
         nodes = {s.node_name for s in pool.slices.values() if s.node_name} if pool else set()

@@ -26,6 +26,7 @@ from kopf._cogs.clients import api as kopf_api
 from kopf._cogs.clients import watching as kopf_watching
 
 KINDS = ("nodes", "pods", "resourceslices", "resourceclaims")
+LEDGERS_KIND = "nodeallocatableledgers"
 
 
 class Observer(Protocol):
@@ -37,7 +38,7 @@ class Observer(Protocol):
 
 def kind_of_url(url: str) -> str | None:
     path = url.split("?", 1)[0].rstrip("/")
-    for kind in (*KINDS, "nodeallocatableledgers"):
+    for kind in (*KINDS, LEDGERS_KIND):
         if path.endswith("/" + kind):
             return kind
     return None

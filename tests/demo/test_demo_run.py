@@ -48,8 +48,8 @@ def test_demo_fast_in_a_pipe(tmp_path: pathlib.Path) -> None:
     assert re.search(r"ml/notebook-a\s+Rebuilding\s", rebuild)
     stale = section(out, STEP_HEADERS[2])
     assert re.search(r"^worker-2\s+Stale\s", stale, re.M)
-    assert re.search(r"ml/inference-1\s+NodeUnavailable\s+its claims' node\(s\) worker-2", stale)
-    assert "(metric draledger_gated_pods: NodeUnavailable=1)" in stale
+    assert re.search(r"ml/inference-1\s+ClaimUnresolved\s+ml/\S+: no ResourceSlice publishes pool \S+/worker-2", stale)
+    assert "(metric draledger_gated_pods: ClaimUnresolved=1)" in stale
     assert "released web/report-1 (kept away from worker-2)" in stale
     frozen = section(out, STEP_HEADERS[4])
     assert re.search(r"^worker-3\s+Frozen\s", frozen, re.M)

@@ -158,7 +158,8 @@ class TestIncremental:
                 assert status(emulator, "n1")["mappingVersion"] > mapping
 
     async def test_pool_generation_regression_is_rejected(self) -> None:
-        """A slice update to an older pool generation is rejected and counted; the ledger does not move."""
+        """A slice update to an older pool generation is rejected and counted; the figures stay, the ledger
+        names the refusal and turns Stale."""
         async with serve_emulator() as (emulator, url):
             items = case_items("v09")
             for item in items:
@@ -167,11 +168,14 @@ class TestIncremental:
             emulator.load_objects(items)
             async with running(url, pod_status="observe") as operator:
                 await eventually(phase_is(emulator, "n1", "Ready"))
-                version = status(emulator, "n1")["ledgerVersion"]
+                resources = status(emulator, "n1")["resources"]
                 emulator.patch_object(SLICES, "n1-cpu", {"spec": {"pool": {"generation": 4}, "devices": []}})
                 await eventually(lambda: operator.metrics.slice_regressions._value.get() == 1)
+                await eventually(phase_is(emulator, "n1", "Stale"))
                 assert 8 == len(operator.runtime.state.slices["n1-cpu"].devices) * 2
-                assert version == status(emulator, "n1")["ledgerVersion"]
+                assert resources == status(emulator, "n1")["resources"]
+                assert ["GenerationRegression"] == [
+                    p["reason"] for p in status(emulator, "n1")["problems"] if p.get("name") == "n1-cpu"]
 
     async def test_node_deletion_takes_its_ledger(self) -> None:
         """Deleting a Node deletes its ledger (ownerReference) and the operator forgets it."""

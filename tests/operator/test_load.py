@@ -43,7 +43,7 @@ class TestNextPause:
 
 
 class SlowWriter(Writer):
-    """``write_node`` takes ``cost`` seconds of the runtime's clock per node; the API is never touched."""
+    """Planning takes ``cost`` seconds of the runtime's clock per node; nothing is ever written."""
 
     def __init__(self, runtime: Runtime, clock: Clock, pauses: list[float]) -> None:
         async def sleep(seconds: float) -> None:
@@ -54,7 +54,7 @@ class SlowWriter(Writer):
         self.cost = 0.0
         self.written: list[str] = []
 
-    async def write_node(self, node: str, dirty_since: float) -> None:
+    def plan(self, node: str, dirty_since: float) -> None:
         self.clock.now += self.cost
         self.written.append(node)
 

@@ -33,14 +33,30 @@ STALE_REASONS = frozenset({"MissingResourceSlice", "MissingDevice", "MissingReso
 
 
 @dataclass(frozen=True, slots=True)
+class RejectedSlice:
+    """A ResourceSlice update the operator refused because its pool generation went back.
+
+    ``generation`` is the newest generation seen for the slice: updates older than it stay refused (across
+    operator restarts: the ledger keeps the record) until the driver publishes it or a newer one.
+    """
+
+    name: str
+    driver: str
+    pool: str
+    generation: int
+    rejected: int  # the older generation published since
+
+
+@dataclass(frozen=True, slots=True)
 class Flags:
-    """What the shell knows and the dump does not: rebuild, freeze and watch freshness."""
+    """What the shell knows and the dump does not: rebuild, freeze, watch freshness, refused updates."""
 
     rebuilding: bool = False
     frozen: bool = False
     watch_stale: str = ""  # non-empty: why the watch data is older than the freshness window
     pod_status: tuple[str, str, str] | None = None  # operator only: (status, reason, message) of backfill
     numa_attributes: tuple[str, ...] = DEFAULT_NUMA_ATTRIBUTES
+    rejected_slices: tuple[RejectedSlice, ...] = ()  # operator only: this node's refused slice regressions
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +111,7 @@ class Ledger:
     conditions: tuple[Condition, ...]
     problems: tuple[Problem, ...]
     mapping_fingerprint: str
+    rejected_slices: tuple[RejectedSlice, ...] = ()
 
     def condition(self, kind: str) -> Condition:
         return next(c for c in self.conditions if c.type == kind)
@@ -193,6 +210,19 @@ def compute(
         capacity = node_zone_capacity(catalog, node.name, flags.numa_attributes)
     zones = _zones(capacity, zone_claims)
     stale_reasons = _pool_problems(catalog, node.name, accs, problems)
+    for rejected in flags.rejected_slices:
+        stale_reasons.add("GenerationRegression")
+        problems.append(
+            Problem(
+                "GenerationRegression",
+                f"pool {rejected.driver}/{rejected.pool} went back from generation {rejected.generation} to "
+                f"{rejected.rejected}; the update is ignored until generation {rejected.generation} or newer "
+                "is published",
+                ObjectRef("ResourceSlice", rejected.name),
+                "spec.pool.generation",
+                str(rejected.rejected),
+            )
+        )
     claims = tuple(_claim_line(acc) for _, acc in sorted(accs.items()))
     for line in claims:
         stale_reasons.update(p for p in line.problems if p in STALE_REASONS)
@@ -207,6 +237,7 @@ def compute(
         conditions=conditions,
         problems=tuple(problems),
         mapping_fingerprint=fingerprint if fingerprint is not None else mapping_fingerprint(catalog, node.name),
+        rejected_slices=flags.rejected_slices,
     )
 
 
@@ -414,11 +445,9 @@ def _conditions(
         ]
         detail = "; ".join(broken[:5]) + (f" (+{len(broken) - 5} more)" if len(broken) > 5 else "")
         if "IncompletePool" in stale_reasons:
-            detail = (
-                ("a pool is incomplete" + ("; " + detail if detail else ""))
-                if detail
-                else "a pool is incomplete"
-            )
+            detail = "a pool is incomplete" + ("; " + detail if detail else "")
+        if "GenerationRegression" in stale_reasons:
+            detail = "a ResourceSlice went back to an older pool generation" + ("; " + detail if detail else "")
         mappings = Condition("MappingsComplete", "False", sorted(stale_reasons)[0], detail)
     else:
         mappings = Condition(

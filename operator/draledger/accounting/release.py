@@ -1,21 +1,26 @@
 """Gate release: when a pod held by ``draledger.dev/ledger-ready`` may go to the scheduler, and where.
 
-Rules:
-1. Nothing is released before the ledgers are rebuilt, nor while admission is frozen cluster-wide.
-2. A released pod may not land on a node whose ledger is Rebuilding, Stale or Frozen: its node affinity is
-   tightened (``metadata.name NotIn [...]``) in the same JSON patch that removes the gate (KEP-3838 allows
-   tightening while a pod is gated). Nodes without a ledger (outside the canary) are not restricted.
+A release needs positive evidence, never the mere absence of a problem seen so far:
+1. Nothing is released before the ledgers are rebuilt, while admission is frozen cluster-wide, or while any
+   watch stream the decision depends on is unhealthy this very moment (broken, relisting, silent).
+2. A released pod may only land on a node whose ledger is Ready now. Its node affinity is tightened
+   (``metadata.name NotIn [...]`` every node of ours that is not Ready) in the same JSON patch that removes
+   the gate (KEP-3838 allows tightening while a pod is gated). Nodes outside the canary (seen, not selected)
+   are not ours and not restricted.
 3. A claim the pod names but the operator has not seen yet (its event may still be on the way) holds the pod:
    it may already be allocated, and releasing early could send the pod where its claim is not.
    A template claim not yet generated does not hold it: it cannot be allocated before this pod is scheduled.
-4. When the pod's claims are already allocated, it may only go to their node(s), and only if its footprint
-   (claims included) fits in the node's ``free``; otherwise it stays gated with a reason.
-5. Only our gate is removed; other controllers' gates stay. The patch is guarded by ``resourceVersion``.
+4. An allocated claim must resolve: every device of its results published in the newest generation of a
+   complete pool. Otherwise the pod is held (``ClaimUnresolved``): its charge would be unknown.
+5. When the pod's claims are already allocated, it may only go to their node(s): each must be Ready (a node
+   of ours not seen at all is not), and the pod's footprint (claims included) must fit in the node's
+   ``free``; otherwise it stays gated with a reason.
+6. Only our gate is removed; other controllers' gates stay. The patch is guarded by ``resourceVersion``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +31,7 @@ from draledger.quantities import ZERO, Quantity
 from draledger.views import PodView
 
 GATE = "draledger.dev/ledger-ready"
-UNSAFE_PHASES = frozenset({"Rebuilding", "Stale", "Frozen"})
+SAFE_PHASE = "Ready"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
@@ -39,19 +44,20 @@ class NodeStanding:
 @dataclass(frozen=True, slots=True)
 class Decision:
     release: bool
-    reason: str  # Released | Rebuilding | Frozen | ClaimNotSeen | NoReadyNode | NodeUnavailable | NoRoom
-    # | ClaimsOnDifferentNodes
+    reason: str  # Released | Rebuilding | Frozen | WatchUnhealthy | ClaimNotSeen | ClaimUnresolved
+    # | NoReadyNode | NodeUnavailable | NoRoom | ClaimsOnDifferentNodes
     message: str
     patch: list[dict[str, Any]] | None = None
 
 
 def _claims_charge(
     pod: PodView, catalog: Catalog, numa_attributes: tuple[str, ...]
-) -> tuple[Resources, set[str] | None, list[str]]:
-    """The DRA part of the pod's footprint, the nodes its allocated claims pin it to (None: unpinned), and the
-    claims it names that are not in the catalog yet."""
+) -> tuple[Resources, set[str] | None, list[str], list[str]]:
+    """The DRA part of the pod's footprint, the nodes its allocated claims pin it to (None: unpinned), the
+    claims it names that are not in the catalog yet, and why its allocated claims do not resolve."""
     charge: Resources = {}
     unseen: list[str] = []
+    unresolved: list[str] = []
     pinned: set[str] | None = None
     seen: set[str] = set()
     for pod_claim in pod.claims:
@@ -68,9 +74,19 @@ def _claims_charge(
             nodes = set(claim.allocation_nodes)
             pinned = nodes if pinned is None else pinned & nodes
         contrib = contribution(claim, catalog, numa_attributes)
-        if contrib.resolved:
-            add_into(charge, contrib.pod_share(len(pod_claim.containers), with_mapping=True))
-    return charge, pinned, unseen
+        where = f"{pod.namespace}/{pod_claim.claim_name}"
+        if not contrib.resolved:
+            missing = [message for reason, message in contrib.problems if reason.startswith("Missing")]
+            unresolved.extend(f"{where}: {message}" for message in missing)
+            continue
+        incomplete = sorted(
+            {f"{r.driver}/{r.pool}" for r in claim.results if not catalog.pool_complete(r.pool_key)}
+        )
+        if incomplete:
+            unresolved.append(f"{where}: pool {', '.join(incomplete)} is incomplete")
+            continue
+        add_into(charge, contrib.pod_share(len(pod_claim.containers), with_mapping=True))
+    return charge, pinned, unseen, unresolved
 
 
 def _fits(needed: Mapping[str, Quantity], free: Mapping[str, Quantity]) -> bool:
@@ -85,29 +101,38 @@ def decide(
     rebuilt: bool,
     cluster_frozen: bool,
     numa_attributes: tuple[str, ...],
+    streams_unhealthy: str = "",
+    outside: Container[str] = frozenset(),
 ) -> Decision:
+    """``nodes``: the standing of every node of ours, current; ``outside``: nodes seen but not selected."""
     if not rebuilt:
         return Decision(False, "Rebuilding", "the ledgers are being rebuilt after an operator start")
     if cluster_frozen:
         return Decision(False, "Frozen", "admission of new claim pods is frozen cluster-wide")
-    unsafe = sorted(name for name, standing in nodes.items() if standing.phase in UNSAFE_PHASES)
-    charge, pinned, unseen = _claims_charge(pod, catalog, numa_attributes)
+    if streams_unhealthy:
+        return Decision(False, "WatchUnhealthy", f"the ledgers cannot vouch for any node now: {streams_unhealthy}")
+    charge, pinned, unseen, unresolved = _claims_charge(pod, catalog, numa_attributes)
     if unseen:
         return Decision(False, "ClaimNotSeen", f"waiting to see its ResourceClaim {', '.join(unseen)}")
+    if unresolved:
+        return Decision(False, "ClaimUnresolved", "; ".join(unresolved))
+    unsafe = sorted(name for name, standing in nodes.items() if standing.phase != SAFE_PHASE)
     if pinned is not None:
         if not pinned:
             return Decision(
                 False, "ClaimsOnDifferentNodes", "the pod's allocated claims are on different nodes"
             )
         needed = footprint(pod.ordinary, pod.pod_level, pod.overhead, charge)
-        usable = [n for n in sorted(pinned) if n not in unsafe]
+        usable = [
+            n for n in sorted(pinned) if n in outside or (n in nodes and nodes[n].phase == SAFE_PHASE)
+        ]
         if not usable:
             return Decision(
                 False,
                 "NodeUnavailable",
-                f"its claims' node(s) {', '.join(sorted(pinned))} are Rebuilding, Stale or Frozen",
+                f"its claims' node(s) {', '.join(sorted(pinned))} are not Ready (or not seen)",
             )
-        roomy = [n for n in usable if n not in nodes or _fits(needed, nodes[n].free)]
+        roomy = [n for n in usable if n in outside or _fits(needed, nodes[n].free)]
         if not roomy:
             wanted = ", ".join(f"{r}={q}" for r, q in sorted(needed.items()) if q > ZERO)
             return Decision(False, "NoRoom", f"no room for its footprint ({wanted}) on {', '.join(usable)}")
@@ -118,9 +143,9 @@ def decide(
             release_patch(pod, {"key": "metadata.name", "operator": "In", "values": roomy}),
         )
     if nodes and len(unsafe) == len(nodes):
-        return Decision(False, "NoReadyNode", "every node's ledger is Rebuilding, Stale or Frozen")
+        return Decision(False, "NoReadyNode", "no node's ledger is Ready")
     requirement = {"key": "metadata.name", "operator": "NotIn", "values": unsafe} if unsafe else None
-    message = f"kept away from {', '.join(unsafe)}" if unsafe else "every ledger is usable"
+    message = f"kept away from {', '.join(unsafe)}" if unsafe else "every ledger is Ready"
     return Decision(True, "Released", message, release_patch(pod, requirement))
 
 

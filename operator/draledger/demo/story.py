@@ -458,7 +458,7 @@ class Story:
             self.note(f"{VANISHING}: {problem.get('reason')}: {problem.get('message')}")
         slices = [*self._live(SLICES), self.gone]  # the claim was allocated while the slice still existed
         await self.admit(cluster.later_pods("stale", _utcnow(), slices, list(self._live(CLAIMS))))
-        await self.until("ml/inference-1 held: NodeUnavailable", self.held_for("ml/inference-1", "NodeUnavailable"))
+        await self.until("ml/inference-1 held: ClaimUnresolved", self.held_for("ml/inference-1", "ClaimUnresolved"))
         await self.release_and_place("web/report-1")
         await self.end_step()
 

@@ -146,19 +146,33 @@ class ClusterEmulator(ClusterScaffold):
         self._store.journal(self.require(resource).resource).disconnect()
 
     def inject_patch_error(
-        self, resource: ResourceRef, status: int, *, times: int = 1, retry_after: int | None = None
+        self,
+        resource: ResourceRef,
+        status: int,
+        *,
+        times: int = 1,
+        retry_after: int | None = None,
+        name: str | None = None,
     ) -> None:
-        """Fail the next ``times`` PATCH requests (main or status) with ``status``, applying nothing."""
+        """Fail the next ``times`` PATCH requests (main or status; of the object ``name`` only, if given) with
+        ``status``, applying nothing."""
         self._faults.arm_write(
-            self.require(resource).resource, "patch", WriteFault(status, retry_after), times
+            self.require(resource).resource, "patch", WriteFault(status, retry_after), times, name
         )
 
     def inject_create_error(
-        self, resource: ResourceRef, status: int, *, times: int = 1, retry_after: int | None = None
+        self,
+        resource: ResourceRef,
+        status: int,
+        *,
+        times: int = 1,
+        retry_after: int | None = None,
+        name: str | None = None,
     ) -> None:
-        """Fail the next ``times`` create (POST) requests with ``status``, creating nothing."""
+        """Fail the next ``times`` create (POST) requests (of an object named ``name`` only, if given) with
+        ``status``, creating nothing."""
         self._faults.arm_write(
-            self.require(resource).resource, "create", WriteFault(status, retry_after), times
+            self.require(resource).resource, "create", WriteFault(status, retry_after), times, name
         )
 
     @property
@@ -203,7 +217,11 @@ class ClusterEmulator(ClusterScaffold):
         verb = self._verb(request)
         if verb is None:
             return None
-        write_fault = self._faults.take_write(spec.resource, verb)
+        target = request.name
+        if verb == "create" and isinstance(request.data, Mapping):
+            meta = request.data.get("metadata")
+            target = meta.get("name") if isinstance(meta, Mapping) and isinstance(meta.get("name"), str) else None
+        write_fault = self._faults.take_write(spec.resource, verb, target)
         if write_fault is not None:
             raise errors.from_status(write_fault.status, retry_after=write_fault.retry_after)
         namespace = request.namespace if spec.namespaced else None

@@ -47,21 +47,28 @@ class Faults:
 
     def __init__(self) -> None:
         self._watches: defaultdict[ResourceKey, deque[WatchFault]] = defaultdict(deque)
-        self._writes: defaultdict[tuple[ResourceKey, str], deque[WriteFault]] = defaultdict(deque)
+        # (resource, verb, object name or None for any object) -> faults
+        self._writes: defaultdict[tuple[ResourceKey, str, str | None], deque[WriteFault]] = defaultdict(deque)
 
     def arm_watch(self, resource: kmock.resource, fault: WatchFault, times: int) -> None:
         self._watches[resource_key(resource)].extend([fault] * times)
 
-    def arm_write(self, resource: kmock.resource, verb: str, fault: WriteFault, times: int) -> None:
-        self._writes[resource_key(resource), verb].extend([fault] * times)
+    def arm_write(
+        self, resource: kmock.resource, verb: str, fault: WriteFault, times: int, name: str | None = None
+    ) -> None:
+        self._writes[resource_key(resource), verb, name].extend([fault] * times)
 
     def take_watch(self, resource: kmock.resource) -> WatchFault | None:
         queue = self._watches.get(resource_key(resource))
         return queue.popleft() if queue else None
 
-    def take_write(self, resource: kmock.resource, verb: str) -> WriteFault | None:
-        queue = self._writes.get((resource_key(resource), verb))
-        return queue.popleft() if queue else None
+    def take_write(self, resource: kmock.resource, verb: str, name: str | None = None) -> WriteFault | None:
+        """The next fault armed for this object by name, else for any object of the resource."""
+        for key in ((resource_key(resource), verb, name), (resource_key(resource), verb, None)):
+            queue = self._writes.get(key)
+            if queue:
+                return queue.popleft()
+        return None
 
     def pending(self) -> int:
         """How many armed faults have not fired yet (for assertions)."""

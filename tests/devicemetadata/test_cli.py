@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from draledger.devicemetadata import ClaimInfo, DeviceAttribute, MetadataWriter, PreparedDevice, PreparedRequest
 from draledger.devicemetadata.cli import add_parser
+from tests.devicemetadata.helpers import mount
 
 GPU_FILE = "resourceclaims/gpu-claim/gpu/gpu.example.com-metadata.json"
 
@@ -159,3 +161,18 @@ def test_subprocess_exit_code_2_for_usage() -> None:
     proc = module("metadata", "show", "--request", "gpu")
     assert proc.returncode == 2
     assert "one of the arguments --claim --template is required" in proc.stderr
+
+
+class TestListAttributes:
+    """`show` with list-typed attributes (ints, bools, strings, versions)."""
+
+    def test_table_prints_lists_as_json(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A list value is one cell, in JSON, with its list type."""
+        writer = MetadataWriter("gpu.example.com", plugin_data_dir=tmp_path / "p", cdi_dir=tmp_path / "cdi")
+        claim = ClaimInfo("ns", "list-claim", "uid-lists")
+        attributes = {"numa": DeviceAttribute.of_ints([0, 1]), "fw": DeviceAttribute.of_versions(["1.0.0"])}
+        writer.write(claim, PreparedRequest("gpu", (PreparedDevice("p", "gpu-0", attributes),)))
+        mount(writer, claim, "gpu", tmp_path / "root")
+        assert 0 == run(["metadata", "show", "--root", str(tmp_path / "root"), "--claim", "list-claim"])
+        rows = [line.split(maxsplit=6)[4:] for line in capsys.readouterr().out.splitlines()[2:]]
+        assert [["fw", "versions", '["1.0.0"]'], ["numa", "ints", "[0, 1]"]] == rows

@@ -63,3 +63,38 @@ def test_selector_refuses_a_subrequest_name() -> None:
     """Readers ask for the base request; the subrequest shows up in the result."""
     with pytest.raises(ValueError, match="base request"):
         ClaimSelector.claim("c", "gpu/large")
+
+
+class TestListAttributes:
+    """The list forms of resource.k8s.io/v1 DeviceAttribute: ints, bools, strings, versions."""
+
+    def test_accessors_return_the_typed_tuple(self) -> None:
+        """Each list kind hands back its tuple only through its own accessor."""
+        assert (0, -1) == DeviceAttribute.of_ints([0, -1]).as_ints()
+        assert (True, False) == DeviceAttribute.of_bools([True, False]).as_bools()
+        assert ("a", "") == DeviceAttribute.of_strings(["a", ""]).as_strs()
+        assert ("1.0.0",) == DeviceAttribute.of_versions(["1.0.0"]).as_strs()
+        with pytest.raises(TypeError):
+            DeviceAttribute.of_ints([1]).as_int()
+        with pytest.raises(TypeError):
+            DeviceAttribute.of_int(1).as_ints()
+
+    def test_json_form_is_a_list(self) -> None:
+        """A list attribute encodes as `{"ints": [...]}`, as upstream does."""
+        assert {"ints": [1, 2]} == DeviceAttribute.of_ints((1, 2)).to_json()
+
+    @pytest.mark.parametrize(
+        ("kind", "value", "message"),
+        [
+            pytest.param("ints", (), "non-empty", id="empty"),
+            pytest.param("ints", [1], "needs a list", id="list-not-tuple"),
+            pytest.param("ints", (1, True), "item 1", id="bool-among-ints"),
+            pytest.param("bools", (0,), "true/false", id="int-among-bools"),
+            pytest.param("versions", ("1.0",), "semver", id="not-semver"),
+            pytest.param("strings", ("a", 1), "item 1", id="int-among-strings"),
+        ],
+    )
+    def test_mismatched_items_are_refused(self, kind: str, value: object, message: str) -> None:
+        """Every item must fit the list's type, and the list must not be empty."""
+        with pytest.raises(ValueError, match=message):
+            DeviceAttribute(kind, value)  # type: ignore[arg-type]

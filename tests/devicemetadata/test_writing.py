@@ -11,6 +11,7 @@ import pytest
 
 from draledger.devicemetadata import (
     V1ALPHA1,
+    V1BETA1,
     AttributePolicy,
     ClaimInfo,
     ClaimSelector,
@@ -25,6 +26,7 @@ from draledger.devicemetadata import (
     read_metadata,
     read_metadata_file,
 )
+from draledger.devicemetadata.releases import V0_36, V0_37
 from tests.devicemetadata.helpers import GOLDEN, gpu_request, mount
 
 GOLDEN_GPU = GOLDEN / "container/resourceclaims/gpu-claim/gpu/gpu.example.com-metadata.json"
@@ -47,10 +49,14 @@ def tree(path: Path) -> list[str]:
     return sorted(str(p.relative_to(path)) for p in path.rglob("*")) if path.exists() else []
 
 
-def test_host_file_and_cdi_spec_match_the_goldens(
-    writer: MetadataWriter, claim: ClaimInfo, tmp_path: Path
-) -> None:
-    """Writing the golden claim reproduces the upstream-format file byte for byte, and its CDI spec."""
+def test_host_file_and_cdi_spec_match_the_goldens(claim: ClaimInfo, tmp_path: Path) -> None:
+    """Writing the golden claim as v0.36 does reproduces the golden file and CDI spec byte for byte."""
+    writer = MetadataWriter(
+        "gpu.example.com",
+        plugin_data_dir=tmp_path / "plugins" / "gpu.example.com",
+        cdi_dir=tmp_path / "cdi",
+        release=V0_36,
+    )
     result = writer.write(claim, golden_request())
     assert result is not None
     data_dir = tmp_path / "plugins" / "gpu.example.com"
@@ -146,6 +152,21 @@ def test_deferred_update_bumps_the_generation(tmp_path: Path) -> None:
     assert md.requests[0].devices[0].network_data == device.network_data
 
 
+def test_update_keeps_the_pod_claim_name_and_leaves_the_cdi_spec(writer: MetadataWriter, tmp_path: Path) -> None:
+    """Like UpdateRequestMetadata (which takes no podClaimName), update keeps the file's and only rewrites it."""
+    template = ClaimInfo("ns", "pod0-my-gpu-2kqrd", "uid-4", pod_claim_name="my-gpu")
+    first = writer.write(template, gpu_request("gpu/large"))
+    assert first is not None
+    spec = first.cdi_spec_path.read_bytes()
+    first.cdi_spec_path.chmod(0o444)  # any rewrite would replace it with a 0644 file
+    second = writer.update(ClaimInfo("ns", "pod0-my-gpu-2kqrd", "uid-4"), gpu_request("gpu/large", index=1))
+    md = read_metadata_file(second.host_path)
+    assert ("my-gpu", 2) == (md.pod_claim_name, md.generation)
+    assert first.container_path == second.container_path
+    assert spec == first.cdi_spec_path.read_bytes()
+    assert 0o444 == stat.S_IMODE(first.cdi_spec_path.stat().st_mode)
+
+
 def test_update_of_an_unprepared_request_fails(writer: MetadataWriter, claim: ClaimInfo) -> None:
     """Updating a request that was never written names it as not found in the prepared claim."""
     with pytest.raises(MetadataMissingError, match="not found in prepared claim gpu-test1/gpu-claim"):
@@ -226,20 +247,45 @@ def test_size_limit_applies_to_writes(tmp_path: Path, claim: ClaimInfo) -> None:
     assert tree(tmp_path / "cdi") == []
 
 
-def test_each_known_version_is_encoded_in_order(tmp_path: Path, claim: ClaimInfo) -> None:
-    """The writer skips versions it does not know and refuses a list with none it knows."""
+def test_v0_36_skips_versions_it_does_not_know(tmp_path: Path, claim: ClaimInfo) -> None:
+    """As v0.36 does, unknown versions (v1beta1 included) are skipped and a list with none it knows fails."""
     writer = MetadataWriter(
         "gpu.example.com",
         plugin_data_dir=tmp_path / "p",
         cdi_dir=tmp_path / "cdi",
-        versions=["metadata.resource.k8s.io/v9", V1ALPHA1],
+        release=V0_36,
+        versions=["metadata.resource.k8s.io/v9", V1BETA1, V1ALPHA1],
     )
     assert writer.versions == (V1ALPHA1,)
     result = writer.write(claim, gpu_request())
     assert result is not None
     assert result.host_path.read_text().count('"apiVersion"') == 1
     with pytest.raises(ValueError, match="none of the requested metadata versions"):
-        MetadataWriter("gpu.example.com", versions=["metadata.resource.k8s.io/v9"])
+        MetadataWriter("gpu.example.com", release=V0_36, versions=["metadata.resource.k8s.io/v9"])
+
+
+def test_v0_37_writes_v1beta1_then_v1alpha1_by_default(writer: MetadataWriter, claim: ClaimInfo) -> None:
+    """The default (newest) release encodes v1beta1 first and v1alpha1 second, for older readers."""
+    result = writer.write(claim, gpu_request())
+    assert result is not None
+    text = result.host_path.read_text()
+    assert (V1BETA1, V1ALPHA1) == writer.versions
+    assert text.index(V1BETA1) < text.index(V1ALPHA1)
+    assert V1BETA1 == read_metadata_file(result.host_path).api_version
+
+
+@pytest.mark.parametrize(
+    ("versions", "message"),
+    [
+        pytest.param([], "must be selected explicitly", id="none"),
+        pytest.param([V1ALPHA1], "must be enabled explicitly", id="without-v1beta1"),
+        pytest.param([V1BETA1, "metadata.resource.k8s.io/v9"], "is not supported", id="unknown"),
+    ],
+)
+def test_v0_37_refuses_version_lists_its_start_refuses(versions: list[str], message: str) -> None:
+    """Like v0.37's Start: versions are explicit, include v1beta1 and are all known."""
+    with pytest.raises(ValueError, match=message):
+        MetadataWriter("gpu.example.com", release=V0_37, versions=versions)
 
 
 def test_request_without_devices_gets_no_file(

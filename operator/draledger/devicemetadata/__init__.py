@@ -1,9 +1,10 @@
 """DRA device metadata (KEP-5304) for Python: read it in containers, write it from DRA drivers.
 
 Rules: standard library only; readers never hand out partial or invalid data and tell a missing
-file apart from a bad one; writers produce exactly the upstream layout (kubeletplugin helper of
-k8s.io/dynamic-resource-allocation v0.36) atomically. This package must never import a Kubernetes
-client or talk to the API server.
+file apart from a bad one; writers produce, atomically, byte for byte what the kubeletplugin helper
+of k8s.io/dynamic-resource-allocation writes (v0.37.2 by default, v0.36.3 on request: releases.py),
+and the interop tests prove both directions against that Go code. This package must never import a
+Kubernetes client or talk to the API server.
 """
 
 from draledger.devicemetadata.errors import (
@@ -21,6 +22,7 @@ from draledger.devicemetadata.model import (
     KNOWN_VERSIONS,
     PCI_BUS_ID,
     V1ALPHA1,
+    V1BETA1,
     ClaimMetadata,
     ClaimRef,
     Device,
@@ -38,6 +40,7 @@ from draledger.devicemetadata.reading import (
     read_resource_claim_metadata,
     read_resource_claim_template_metadata,
 )
+from draledger.devicemetadata.releases import UpstreamRelease
 from draledger.devicemetadata.writing import (
     ClaimInfo,
     MetadataWriter,
@@ -54,6 +57,7 @@ __all__ = [
     "KNOWN_VERSIONS",
     "PCI_BUS_ID",
     "V1ALPHA1",
+    "V1BETA1",
     "AttributePolicy",
     "ClaimInfo",
     "ClaimMetadata",
@@ -77,6 +81,7 @@ __all__ = [
     "RequestMetadata",
     "ResolvedAttributes",
     "UnsupportedVersionError",
+    "UpstreamRelease",
     "WriteResult",
     "read_metadata",
     "read_metadata_file",

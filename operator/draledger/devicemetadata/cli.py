@@ -128,6 +128,8 @@ def render_table(md: ClaimMetadata) -> str:
 
 
 def _show(value: model.AttributeValue) -> str:
+    if isinstance(value, tuple):
+        return json.dumps(list(value), ensure_ascii=False)
     return value if isinstance(value, str) else json.dumps(value)
 
 

@@ -1,15 +1,19 @@
 """Decode and encode the metadata JSON stream (one object per API version, newest first).
 
 Rules: the whole stream must be well-formed JSON objects before anything is used (a truncated tail
-means a partial file); the first object of a known apiVersion wins and unknown ones are skipped;
-that object is checked field by field and any wrong type is an error naming the field. Duplicate
+means a partial file). As upstream's `devicemetadata.DecodeMetadataFromStream`: every object needs
+a string `apiVersion` (`version` or `group/version`) and a non-empty string `kind`; the first object
+of a known apiVersion wins and must be a `DeviceMetadata`; objects of unknown versions are skipped.
+That object is checked field by field and any wrong type is an error naming the field. Duplicate
 keys and NaN/Infinity are rejected. Unknown extra fields are ignored for forward compatibility.
+Encoding produces the bytes Go's `encoding/json` MarshalIndent produces for the same object.
 This module must never touch the filesystem: callers pass bytes and a path for messages.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -19,7 +23,7 @@ from draledger.devicemetadata.model import (
     ATTRIBUTE_KINDS,
     KIND,
     KNOWN_VERSIONS,
-    V1ALPHA1,
+    LIST_KINDS,
     ClaimRef,
     Device,
     DeviceAttribute,
@@ -30,6 +34,19 @@ from draledger.devicemetadata.model import (
 )
 
 _WHITESPACE = " \t\n\r"
+# Upstream's metadata scheme also registers core `v1` (metav1.AddToGroupVersion puts Status and the
+# option types there), so a `v1` object is not skipped as unknown: decoding stops there with an error.
+_REGISTERED_ELSEWHERE = frozenset({"v1"})
+# Go's encoding/json escapes these inside strings (HTML safety and JavaScript line separators);
+# none of them can occur outside a string in JSON, so replacing them in the text is exact.
+_GO_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_GO_ESCAPED = re.compile("[<>&\u2028\u2029]")
+
+
+def go_json(value: object) -> str:
+    """`json.MarshalIndent(value, "", "  ")` of Go for plain JSON data (no trailing newline)."""
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return _GO_ESCAPED.sub(lambda m: _GO_ESCAPES[m.group()], text)
 
 
 class _FieldError(Exception):
@@ -86,10 +103,13 @@ def decode_stream(data: bytes, path: Path | str, *, known: Sequence[str] = KNOWN
     """The first object of a known apiVersion, fully checked."""
     found: list[str] = []
     for index, obj in enumerate(split_stream(data, path), start=1):
-        version = obj.get("apiVersion")
-        if not isinstance(version, str):
-            raise MetadataInvalidError(path, f"object #{index} has no string apiVersion")
+        version, kind = obj.get("apiVersion"), obj.get("kind")
+        problem = _type_meta_problem(version, kind)
+        if problem or not isinstance(version, str):
+            raise MetadataInvalidError(path, f"object #{index}: {problem}")
         found.append(version)
+        if version in _REGISTERED_ELSEWHERE:
+            raise MetadataInvalidError(path, f"object #{index}: {version} {kind} is not a {KIND}")
         if version in known and version in _DECODERS:
             try:
                 return _DECODERS[version](obj)
@@ -98,13 +118,30 @@ def decode_stream(data: bytes, path: Path | str, *, known: Sequence[str] = KNOWN
     raise UnsupportedVersionError(path, found, known)
 
 
+def _type_meta_problem(version: object, kind: object) -> str | None:
+    """What upstream's deserializer refuses before it even looks up the version (then it is fatal)."""
+    if not isinstance(version, str) or not version:
+        return "no apiVersion (a non-empty string is required)"
+    if version.count("/") > 1 or not version.rpartition("/")[2]:
+        return f"apiVersion {version!r} is not 'version' or 'group/version'"
+    if not isinstance(kind, str) or not kind:
+        return f"{version} object has no kind (a non-empty string is required)"
+    return None
+
+
+def encode_object(metadata: DeviceMetadata, version: str) -> dict[str, Any]:
+    """The object as plain JSON data in one version (ValueError for a version this library lacks)."""
+    if version not in _ENCODERS:
+        raise ValueError(f"metadata version {version!r} is not supported (known: {list(_ENCODERS)})")
+    return _ENCODERS[version](metadata)
+
+
 def encode_stream(metadata: DeviceMetadata, versions: Sequence[str]) -> bytes:
-    """The object once per known version in the given order, pretty-printed, newline after each."""
-    chunks = [
-        json.dumps(_ENCODERS[v](metadata), indent=2, ensure_ascii=False) + "\n"
-        for v in versions
-        if v in _ENCODERS
-    ]
+    """The object once per version in the given order, as Go's pretty JSON, newline after each.
+
+    Versions this library lacks are skipped; if that leaves none it is a ValueError.
+    """
+    chunks = [go_json(_ENCODERS[v](metadata)) + "\n" for v in versions if v in _ENCODERS]
     if not chunks:
         raise ValueError(
             f"none of the metadata versions {list(versions)} is supported (known: {list(_ENCODERS)})"
@@ -112,7 +149,7 @@ def encode_stream(metadata: DeviceMetadata, versions: Sequence[str]) -> bytes:
     return "".join(chunks).encode("utf-8")
 
 
-# --- v1alpha1 ---------------------------------------------------------------------------------------
+# --- v1alpha1 and v1beta1 (the same fields) ------------------------------------------------------------
 
 
 def _get(obj: dict[str, Any], key: str, kind: type, where: str, *, required: bool = True) -> Any:
@@ -137,6 +174,8 @@ def _attribute(name: str, raw: Any, where: str) -> DeviceAttribute:
     if type(raw) is not dict or len(raw) != 1:
         raise _FieldError(f"{where}: expected exactly one of {', '.join(ATTRIBUTE_KINDS)}, got {raw!r}")
     ((kind, value),) = raw.items()
+    if kind in LIST_KINDS and type(value) is list:
+        value = tuple(value)
     problem = attribute_problem(kind, value)
     if problem:
         raise _FieldError(f"{where}: {problem}")
@@ -170,7 +209,15 @@ def _device(raw: Any, where: str) -> Device:
     )
 
 
-def _decode_v1alpha1(obj: dict[str, Any]) -> DeviceMetadata:
+def _decoder(version: str) -> Callable[[dict[str, Any]], DeviceMetadata]:
+    return lambda obj: _decode(obj, version)
+
+
+def _encoder(version: str) -> Callable[[DeviceMetadata], dict[str, Any]]:
+    return lambda md: _encode(md, version)
+
+
+def _decode(obj: dict[str, Any], version: str) -> DeviceMetadata:
     if obj.get("kind") != KIND:
         raise _FieldError(f"kind: expected {KIND!r}, got {obj.get('kind')!r}")
     meta = _get(obj, "metadata", dict, "")
@@ -199,15 +246,15 @@ def _decode_v1alpha1(obj: dict[str, Any]) -> DeviceMetadata:
         generation=generation,
         requests=tuple(requests),
         pod_claim_name=pod_claim_name or None,
-        api_version=V1ALPHA1,
+        api_version=version,
     )
 
 
-def _encode_v1alpha1(md: DeviceMetadata) -> dict[str, Any]:
-    # Key order follows the Go structs so our files diff cleanly against the kubeletplugin helper's.
+def _encode(md: DeviceMetadata, version: str) -> dict[str, Any]:
+    # Key order follows the Go structs, so our files are byte for byte the kubeletplugin helper's.
     out: dict[str, Any] = {
         "kind": KIND,
-        "apiVersion": V1ALPHA1,
+        "apiVersion": version,
         "metadata": {
             "name": md.claim.name,
             "namespace": md.claim.namespace,
@@ -221,5 +268,5 @@ def _encode_v1alpha1(md: DeviceMetadata) -> dict[str, Any]:
     return out
 
 
-_DECODERS: dict[str, Callable[[dict[str, Any]], DeviceMetadata]] = {V1ALPHA1: _decode_v1alpha1}
-_ENCODERS: dict[str, Callable[[DeviceMetadata], dict[str, Any]]] = {V1ALPHA1: _encode_v1alpha1}
+_DECODERS: dict[str, Callable[[dict[str, Any]], DeviceMetadata]] = {v: _decoder(v) for v in KNOWN_VERSIONS}
+_ENCODERS: dict[str, Callable[[DeviceMetadata], dict[str, Any]]] = {v: _encoder(v) for v in KNOWN_VERSIONS}

@@ -1,24 +1,27 @@
-"""Typed, immutable model of DRA device metadata (KEP-5304, `metadata.resource.k8s.io/v1alpha1`).
+"""Typed, immutable model of DRA device metadata (KEP-5304, `metadata.resource.k8s.io`).
 
 Rules: every object is a frozen slotted dataclass; attribute values keep their declared type
-(`int`, `bool`, `string`, `version`) and a value never silently changes type (a bool is never an int).
+(`int`, `bool`, `string`, `version` and the list forms `ints`, `bools`, `strings`, `versions`
+of `resource.k8s.io/v1` DeviceAttribute) and a value never silently changes type (a bool is
+never an int). `v1alpha1` and `v1beta1` have the same fields; the model is shared by both.
 This module must never do I/O, import a Kubernetes client or anything outside the standard library.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, cast
 
 API_GROUP = "metadata.resource.k8s.io"
 V1ALPHA1 = f"{API_GROUP}/v1alpha1"
+V1BETA1 = f"{API_GROUP}/v1beta1"
 KIND = "DeviceMetadata"
-#: Versions this library can decode and encode, newest first.
-KNOWN_VERSIONS: tuple[str, ...] = (V1ALPHA1,)
+#: Versions this library can decode and encode, newest first (as k8s.io/dynamic-resource-allocation v0.37).
+KNOWN_VERSIONS: tuple[str, ...] = (V1BETA1, V1ALPHA1)
 
 DEFAULT_ROOT = Path("/var/run/kubernetes.io/dra-device-attributes")
 CLAIMS_SUBDIR = "resourceclaims"
@@ -27,9 +30,14 @@ FILE_SUFFIX = "-metadata.json"
 DEFAULT_MAX_BYTES = 1024 * 1024
 PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 
-AttributeKind: TypeAlias = Literal["int", "bool", "string", "version"]
-AttributeValue: TypeAlias = int | bool | str
-ATTRIBUTE_KINDS: tuple[AttributeKind, ...] = ("int", "bool", "string", "version")
+ScalarKind: TypeAlias = Literal["int", "bool", "string", "version"]
+ListKind: TypeAlias = Literal["ints", "bools", "strings", "versions"]
+AttributeKind: TypeAlias = ScalarKind | ListKind
+Scalar: TypeAlias = int | bool | str
+AttributeValue: TypeAlias = Scalar | tuple[int, ...] | tuple[bool, ...] | tuple[str, ...]
+SCALAR_KINDS: tuple[ScalarKind, ...] = ("int", "bool", "string", "version")
+LIST_KINDS: dict[ListKind, ScalarKind] = {"ints": "int", "bools": "bool", "strings": "string", "versions": "version"}
+ATTRIBUTE_KINDS: tuple[AttributeKind, ...] = (*SCALAR_KINDS, *LIST_KINDS)
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 # Semantic Versioning 2.0.0, as resource.k8s.io validates `version` attributes.
@@ -41,7 +49,20 @@ _SEMVER = re.compile(
 
 
 def attribute_problem(kind: str, value: object) -> str | None:
-    """Say what is wrong with a typed attribute value, or None when it is valid."""
+    """Say what is wrong with a typed attribute value, or None when it is valid.
+
+    List kinds take a non-empty tuple (upstream omits empty lists, so `{"ints": []}` is no value).
+    """
+    if kind in LIST_KINDS:
+        if type(value) is not tuple:
+            return f"a {kind} attribute needs a list, got {type(value).__name__}"
+        if not value:
+            return f"a {kind} attribute needs a non-empty list"
+        for i, item in enumerate(value):
+            problem = attribute_problem(LIST_KINDS[kind], item)
+            if problem:
+                return f"item {i}: {problem}"
+        return None
     if kind == "int":
         if type(value) is not int:  # bool is a subclass of int: reject it explicitly
             return f"an int attribute needs an integer, got {type(value).__name__}"
@@ -67,7 +88,7 @@ def attribute_problem(kind: str, value: object) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class DeviceAttribute:
-    """One typed attribute value: `{"int": 0}`, `{"string": "0000:3b:00.0"}`, …"""
+    """One typed attribute value: `{"int": 0}`, `{"string": "0000:3b:00.0"}`, `{"ints": [0, 1]}`, …"""
 
     kind: AttributeKind
     value: AttributeValue
@@ -93,6 +114,22 @@ class DeviceAttribute:
     def of_version(cls, value: str) -> DeviceAttribute:
         return cls("version", value)
 
+    @classmethod
+    def of_ints(cls, values: Iterable[int]) -> DeviceAttribute:
+        return cls("ints", tuple(values))
+
+    @classmethod
+    def of_bools(cls, values: Iterable[bool]) -> DeviceAttribute:
+        return cls("bools", tuple(values))
+
+    @classmethod
+    def of_strings(cls, values: Iterable[str]) -> DeviceAttribute:
+        return cls("strings", tuple(values))
+
+    @classmethod
+    def of_versions(cls, values: Iterable[str]) -> DeviceAttribute:
+        return cls("versions", tuple(values))
+
     def as_int(self) -> int:
         if self.kind != "int" or isinstance(self.value, bool) or not isinstance(self.value, int):
             raise TypeError(f"attribute is {self.kind}, not int")
@@ -109,8 +146,24 @@ class DeviceAttribute:
             raise TypeError(f"attribute is {self.kind}, not string or version")
         return self.value
 
-    def to_json(self) -> dict[str, AttributeValue]:
-        return {self.kind: self.value}
+    def as_ints(self) -> tuple[int, ...]:
+        if self.kind != "ints" or not isinstance(self.value, tuple):
+            raise TypeError(f"attribute is {self.kind}, not ints")
+        return cast(tuple[int, ...], self.value)  # checked at construction
+
+    def as_bools(self) -> tuple[bool, ...]:
+        if self.kind != "bools" or not isinstance(self.value, tuple):
+            raise TypeError(f"attribute is {self.kind}, not bools")
+        return cast(tuple[bool, ...], self.value)
+
+    def as_strs(self) -> tuple[str, ...]:
+        """The values of a `strings` or `versions` attribute."""
+        if self.kind not in ("strings", "versions") or not isinstance(self.value, tuple):
+            raise TypeError(f"attribute is {self.kind}, not strings or versions")
+        return cast(tuple[str, ...], self.value)
+
+    def to_json(self) -> dict[str, object]:
+        return {self.kind: list(self.value) if isinstance(self.value, tuple) else self.value}
 
 
 def frozen_attributes(attributes: Mapping[str, DeviceAttribute] | None) -> Mapping[str, DeviceAttribute]:
@@ -171,7 +224,10 @@ class RequestMetadata:
         return base_request(self.name)
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "devices": [d.to_json() for d in self.devices]}
+        out: dict[str, object] = {"name": self.name}
+        if self.devices:  # upstream omits an empty list
+            out["devices"] = [d.to_json() for d in self.devices]
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,9 +43,9 @@ def name_looks_secret(name: str) -> bool:
 
 
 def value_looks_secret(attribute: DeviceAttribute) -> bool:
-    if not isinstance(attribute.value, str):
-        return False
-    return any(p.search(attribute.value) for p in _SECRET_VALUES)
+    """A string value, or any string of a list value, that looks like a credential."""
+    values = attribute.value if isinstance(attribute.value, tuple) else (attribute.value,)
+    return any(isinstance(v, str) and p.search(v) for v in values for p in _SECRET_VALUES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,8 +81,16 @@ class ClaimSelector:
         return f"{kind} {self.name!r}" + (f" request {self.request!r}" if self.request else "")
 
 
-def read_metadata_file(path: Path | str, *, max_bytes: int = model.DEFAULT_MAX_BYTES) -> DeviceMetadata:
-    """Read and decode one metadata file (any layout), refusing files over `max_bytes`."""
+def read_metadata_file(
+    path: Path | str,
+    *,
+    max_bytes: int = model.DEFAULT_MAX_BYTES,
+    known: Sequence[str] = model.KNOWN_VERSIONS,
+) -> DeviceMetadata:
+    """Read and decode one metadata file (any layout), refusing files over `max_bytes`.
+
+    `known` limits the versions used, e.g. to what one upstream release reads.
+    """
     path = Path(path)
     try:
         with open(path, "rb") as f:
@@ -100,7 +109,7 @@ def read_metadata_file(path: Path | str, *, max_bytes: int = model.DEFAULT_MAX_B
         raise MetadataError(path, f"cannot read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
         raise MetadataInvalidError(path, f"over the {max_bytes}-byte limit")
-    return decode_stream(data, path)
+    return decode_stream(data, path, known=known)
 
 
 def driver_files(request_dir: Path) -> list[tuple[str, Path]]:

@@ -1,18 +1,19 @@
-"""Write device metadata the way the Go kubeletplugin helper does, for Python DRA drivers and tests.
+"""Write device metadata exactly as the Go kubeletplugin helper does, for Python DRA drivers and tests.
 
-Rules: host file `{pluginDataDir}/dra-device-metadata/{namespace}_{claim}/{baseRequest}/metadata.json`
+Rules: the bytes, names and modes are those of one upstream release's helper (releases.py; the
+newest by default): host file `{pluginDataDir}/dra-device-metadata/{namespace}_{claim}/{baseRequest}/metadata.json`
 plus CDI spec `{cdiDir}/{driver}_metadata_{claimUID}_{baseRequest}.json` mounting it read-only at
-the container path; each write is atomic (see atomic.py), encoded once per configured known version
-in order, size-limited, and bound to the claim's namespace, name and UID (a file of another UID is
-never updated or removed). Only attributes the AttributePolicy allows are written.
-This module must never trust an old file's content: `update` keeps only its generation and
+the container path. Prepare writes generation 1; `update` rewrites only the file, with the old
+generation + 1 and the old podClaimName, as `Helper.UpdateRequestMetadata` does. Each write is
+atomic (see atomic.py), size-limited, and bound to the claim's namespace, name and UID (a file of
+another UID is never updated or removed). Only attributes the AttributePolicy allows are written.
+This module must never trust an old file's content beyond its generation and podClaimName, and
 `rebuild` rewrites everything from the caller's current claims.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from draledger.devicemetadata import atomic, model
-from draledger.devicemetadata.codec import decode_stream, encode_stream
+from draledger.devicemetadata.codec import decode_stream, encode_stream, go_json
 from draledger.devicemetadata.errors import MetadataError, MetadataInvalidError, MetadataMissingError
 from draledger.devicemetadata.model import (
     ClaimRef,
@@ -34,10 +35,10 @@ from draledger.devicemetadata.model import (
 )
 from draledger.devicemetadata.policy import AttributePolicy
 from draledger.devicemetadata.reading import read_metadata_file
+from draledger.devicemetadata.releases import LATEST, UpstreamRelease
 
 HOST_SUBDIR = "dra-device-metadata"
 HOST_FILE = "metadata.json"
-CDI_VERSION = "0.5.0"
 DEFAULT_CDI_DIR = Path("/var/run/cdi")
 DEFAULT_PLUGINS_DIR = Path("/var/lib/kubelet/plugins")
 DEFAULT_CONTAINER_ROOT = PurePosixPath(str(model.DEFAULT_ROOT))
@@ -116,7 +117,11 @@ class RebuildResult:
 
 
 class MetadataWriter:
-    """One driver's metadata files. Thread-safe: read-modify-write steps hold one lock."""
+    """One driver's metadata files. Thread-safe: read-modify-write steps hold one lock.
+
+    `release` picks the upstream helper to match (default: the newest); `versions` defaults to
+    that release's and is checked as its `Start` checks it.
+    """
 
     def __init__(
         self,
@@ -124,16 +129,15 @@ class MetadataWriter:
         *,
         plugin_data_dir: Path | str | None = None,
         cdi_dir: Path | str = DEFAULT_CDI_DIR,
-        versions: Sequence[str] = (model.V1ALPHA1,),
+        release: UpstreamRelease = LATEST,
+        versions: Sequence[str] | None = None,
         policy: AttributePolicy | None = None,
         max_bytes: int = model.DEFAULT_MAX_BYTES,
         container_root: PurePosixPath | str = DEFAULT_CONTAINER_ROOT,
     ) -> None:
         self.driver = check_path_segment("driver name", driver)
-        known = [v for v in versions if v in model.KNOWN_VERSIONS]
-        if not known:
-            raise ValueError(f"none of the requested metadata versions {list(versions)} is supported")
-        self.versions = tuple(known)
+        self.release = release
+        self.versions = release.select_versions(versions)
         data_dir = Path(plugin_data_dir) if plugin_data_dir is not None else DEFAULT_PLUGINS_DIR / driver
         self.metadata_dir = data_dir / HOST_SUBDIR
         self.cdi_dir = Path(cdi_dir)
@@ -163,6 +167,23 @@ class MetadataWriter:
             where = self.container_root / model.CLAIMS_SUBDIR / claim.name
         return where / base_request(request) / f"{self.driver}{model.FILE_SUFFIX}"
 
+    def cdi_spec(self, claim: ClaimInfo, request: str) -> dict[str, object]:
+        """The CDI spec that bind-mounts the request's file read-only into the container."""
+        name = self.cdi_device_name(claim, request)
+        mount = {
+            "hostPath": str(self.host_path(claim, request)),
+            "containerPath": str(self.container_path(claim, request)),
+            "options": ["ro", "bind"],
+        }
+        spec: dict[str, object] = {
+            "cdiVersion": self.release.cdi_version(name),
+            "kind": f"{self.driver}/metadata",
+            "devices": [{"name": name, "containerEdits": {"mounts": [mount]}}],
+        }
+        if self.release.spec_container_edits:
+            spec["containerEdits"] = {}
+        return spec
+
     # --- operations -----------------------------------------------------------------------------
 
     def write(self, claim: ClaimInfo, request: PreparedRequest, *, generation: int = 1) -> WriteResult | None:
@@ -173,22 +194,26 @@ class MetadataWriter:
             return self._write(claim, request, generation)
 
     def update(self, claim: ClaimInfo, request: PreparedRequest) -> WriteResult:
-        """Deferred metadata: rewrite a prepared request with new devices and generation + 1."""
+        """Deferred metadata: rewrite a prepared request's file with new devices and generation + 1.
+
+        Like upstream, the podClaimName comes from the old file and the CDI spec is left alone.
+        """
         with self._lock:
             path = self.host_path(claim, request.name)
             try:
-                old = read_metadata_file(path, max_bytes=self.max_bytes)
+                old = read_metadata_file(path, max_bytes=self.max_bytes, known=self.release.known_versions)
             except MetadataMissingError:
                 raise MetadataMissingError(
                     path,
-                    f"request {request.name!r} not found in prepared claim {claim.namespace}/{claim.name}",
+                    f'request "{request.name}" not found in prepared claim {claim.namespace}/{claim.name}',
                     [],
                 ) from None
             if old.claim != claim.ref:
                 raise MetadataInvalidError(
                     path, f"belongs to claim uid {old.claim.uid}, not {claim.uid}: refusing to update it"
                 )
-            return self._write(claim, request, old.generation + 1)
+            claim = ClaimInfo(claim.namespace, claim.name, claim.uid, old.pod_claim_name)
+            return self._write(claim, request, old.generation + 1, spec=False)
 
     def remove(self, claim: ClaimInfo) -> list[Path]:
         """Unprepare: delete the claim's files and CDI specs (only those of this UID). Idempotent."""
@@ -236,7 +261,9 @@ class MetadataWriter:
 
     # --- internals ------------------------------------------------------------------------------
 
-    def _write(self, claim: ClaimInfo, request: PreparedRequest, generation: int) -> WriteResult:
+    def _write(
+        self, claim: ClaimInfo, request: PreparedRequest, generation: int, *, spec: bool = True
+    ) -> WriteResult:
         devices: list[Device] = []
         dropped: list[str] = []
         for d in request.devices:
@@ -255,34 +282,16 @@ class MetadataWriter:
             raise MetadataInvalidError(
                 host_path, f"would be {len(data)} bytes, over the {self.max_bytes}-byte limit"
             )
-        container_path = self.container_path(claim, request.name)
-        spec = {
-            "cdiVersion": CDI_VERSION,
-            "kind": f"{self.driver}/metadata",
-            "devices": [
-                {
-                    "name": self.cdi_device_name(claim, request.name),
-                    "containerEdits": {
-                        "mounts": [
-                            {
-                                "hostPath": str(host_path),
-                                "containerPath": str(container_path),
-                                "options": ["ro", "bind"],
-                            }
-                        ]
-                    },
-                }
-            ],
-        }
         # The file first, then the spec that mounts it: a spec must never point at nothing.
         atomic.write_atomic(host_path, data)
         spec_path = self.cdi_spec_path(claim, request.name)
-        atomic.write_atomic(spec_path, (json.dumps(spec, indent=2) + "\n").encode())
+        if spec:
+            atomic.write_atomic(spec_path, go_json(self.cdi_spec(claim, request.name)).encode())
         return WriteResult(
             host_path=host_path,
             cdi_spec_path=spec_path,
             cdi_device_id=f"{self.driver}/metadata={self.cdi_device_name(claim, request.name)}",
-            container_path=container_path,
+            container_path=self.container_path(claim, request.name),
             generation=generation,
             dropped=tuple(dropped),
         )
@@ -291,7 +300,9 @@ class MetadataWriter:
         if not any(d.attributes or d.network_data for d in request.devices):
             return 1
         try:
-            old = read_metadata_file(self.host_path(claim, request.name), max_bytes=self.max_bytes)
+            old = read_metadata_file(
+                self.host_path(claim, request.name), max_bytes=self.max_bytes, known=self.release.known_versions
+            )
         except MetadataError:
             return 1
         return old.generation + 1 if old.claim == claim.ref else 1

@@ -1,0 +1,390 @@
+"""Start etcd, kube-apiserver, kube-scheduler and kube-controller-manager on loopback, and stop them all.
+
+Rules:
+1. Everything listens on 127.0.0.1 on ports the OS picked free; a component that loses the race for its port
+   ("address already in use") is started again on new ports, at most ``ATTEMPTS`` times.
+2. Certificates and keys are generated per start (``pki``): client-certificate authentication, the scheduler and
+   controller-manager under their own RBAC identities, ``--authorization-mode=Node,RBAC``, the production
+   admission plugins plus NodeRestriction, and the same feature gates on every component.
+3. No kubelet: the controller-manager runs every default controller except ``node-lifecycle-controller``
+   (it would taint kubelet-less nodes); see cluster.py for how tests register Nodes.
+4. Each component runs in its own process group and writes stdout and stderr to ``<workdir>/logs/<name>.log``.
+   A component that dies or is not ready by its deadline fails the start with the tail of its log and the
+   log's path.
+5. No orphans: ``stop`` kills every process group (SIGTERM, then SIGKILL after ``STOP_GRACE``) and reaps it.
+   It runs on ``with`` exit, on exceptions during ``start``, on SIGINT/SIGTERM to this process and at
+   interpreter exit; children started from the main thread also get SIGKILL from the kernel when this process
+   dies (PR_SET_PDEATHSIG), even by SIGKILL.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import IO, Any
+
+from tests.realcluster import pki
+from tests.realcluster.cluster import Api, Credentials, wait_until
+from tests.realcluster.releases import Release
+
+SERVICE_CIDR = "10.0.0.0/24"
+ATTEMPTS = 3
+STOP_GRACE = 10.0
+POLL = 0.2
+DEADLINES = {"etcd": 60.0, "kube-apiserver": 180.0, "kube-scheduler": 120.0, "kube-controller-manager": 120.0}
+
+# The default-enabled set of a production kube-apiserver, named explicitly, plus NodeRestriction (kubeadm adds
+# it); `--enable-admission-plugins` adds to the defaults, so plugins newer than this list stay on too.
+ADMISSION_PLUGINS = (
+    "NamespaceLifecycle", "LimitRanger", "ServiceAccount", "TaintNodesByCondition", "PodSecurity", "Priority",
+    "DefaultTolerationSeconds", "DefaultStorageClass", "StorageObjectInUseProtection", "PersistentVolumeClaimResize",
+    "RuntimeClass", "CertificateApproval", "CertificateSigning", "ClusterTrustBundleAttest",
+    "CertificateSubjectRestriction", "DefaultIngressClass", "NodeRestriction", "MutatingAdmissionPolicy",
+    "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota",
+)
+# DRANodeAllocatableResources is alpha (off by default) in v1.36 and v1.37 and needs DynamicResourceAllocation
+# (GA, on). DRAConsumableCapacity (beta, on by default) is named so capacityKey mappings never depend on a default.
+FEATURE_GATES = {"DRANodeAllocatableResources": True, "DRAConsumableCapacity": True}
+CONTROLLERS = "*,-node-lifecycle-controller"
+
+
+class StartError(RuntimeError):
+    """A component did not come up; the message names it, its log and the log's tail."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+# ------------------------------------------------------------------ process hygiene
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+_LIVE: set[ControlPlane] = set()
+_PREVIOUS: dict[int, Any] = {}
+_LOCK = threading.Lock()
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def stop_all() -> None:
+    """Stop every control plane this process started and has not stopped."""
+    for plane in list(_LIVE):
+        plane.stop()
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    stop_all()
+    previous = _PREVIOUS.get(signum, signal.SIG_DFL)
+    if callable(previous):
+        previous(signum, frame)  # SIGINT: Python's handler raises KeyboardInterrupt, pytest reports it
+    elif previous != signal.SIG_IGN:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _install_handlers() -> None:
+    with _LOCK:
+        if _PREVIOUS or threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            _PREVIOUS[signum] = signal.getsignal(signum)
+            signal.signal(signum, _on_signal)
+        atexit.register(stop_all)
+
+
+@dataclass
+class Component:
+    """One running binary."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    log: Path
+    sink: IO[bytes]
+    args: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------ the control plane
+
+
+class ControlPlane:
+    """etcd + kube-apiserver + kube-scheduler + kube-controller-manager of one release, in ``workdir``."""
+
+    def __init__(self, release: Release, workdir: Path, *, feature_gates: dict[str, bool] | None = None,
+                 extra_args: dict[str, list[str]] | None = None) -> None:
+        self.release = release
+        self.workdir = workdir
+        self.logs = workdir / "logs"
+        self.feature_gates = {**FEATURE_GATES, **(feature_gates or {})}
+        self.extra_args = extra_args or {}
+        self.components: dict[str, Component] = {}
+        self.server = ""
+        self.kubeconfig = workdir / "admin.kubeconfig"
+        self.pki: pki.Pki | None = None
+        self._etcd_url = ""
+        self._ports: dict[str, int] = {}
+        self.started_pids: list[int] = []  # every process ever started, failed attempts included
+
+    # -- public
+
+    def __enter__(self) -> ControlPlane:
+        self.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.stop()
+
+    @property
+    def credentials(self) -> Credentials:
+        assert self.pki is not None, "not started"
+        return Credentials(self.server, self.pki.ca_cert, self.pki.admin.cert, self.pki.admin.key)
+
+    def api(self) -> Api:
+        """An admin client."""
+        return Api(self.credentials)
+
+    def pids(self) -> dict[str, int]:
+        return {name: component.process.pid for name, component in self.components.items()}
+
+    def gates(self) -> str:
+        return ",".join(f"{name}={str(value).lower()}" for name, value in sorted(self.feature_gates.items()))
+
+    def start(self) -> None:
+        """Start the four components in order, each ready before the next; on any failure stop them all."""
+        _install_handlers()
+        _LIVE.add(self)
+        try:
+            self.logs.mkdir(parents=True, exist_ok=True)
+            keys = self.pki = pki.generate(self.workdir / "pki")
+            self._start("etcd", self._etcd_args, self._etcd_healthy)
+            self._start("kube-apiserver", self._apiserver_args, self._apiserver_ready)
+            pki.write_kubeconfig(self.kubeconfig, self.server, keys.ca_cert, keys.admin, "admin")
+            self._start("kube-scheduler", lambda: self._component_args("scheduler", keys.scheduler),
+                        self._component_healthy("scheduler"))
+            self._start("kube-controller-manager", lambda: self._component_args("controller-manager",
+                                                                                keys.controller_manager),
+                        self._component_healthy("controller-manager"))
+            api = self.api()
+            self._await("kube-controller-manager", lambda: api.get_or_none(
+                "/api/v1/namespaces/default/serviceaccounts/default"), "the default ServiceAccount")
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Kill every component's process group, newest first, and reap it. Idempotent.
+
+        Stopped components are forgotten (``pids()`` is then empty; ``started_pids`` keeps them), so a second
+        stop never signals a process group whose id the kernel has since given to someone else.
+        """
+        while self.components:
+            _, component = self.components.popitem()  # newest first
+            _kill_group(component.process, STOP_GRACE)
+            component.sink.close()
+        _LIVE.discard(self)
+
+    # -- starting one component
+
+    def _start(self, name: str, make_args: Callable[[], list[str]], ready: Callable[[], bool]) -> None:
+        log = self.logs / f"{name}.log"
+        for attempt in range(1, ATTEMPTS + 1):
+            args = [str(self.release.binary(name)), *make_args(), *self.extra_args.get(name, [])]
+            sink = log.open("ab")
+            sink.write(f"\n==== attempt {attempt}: {' '.join(args)}\n".encode())
+            sink.flush()
+            main_thread = threading.current_thread() is threading.main_thread()
+            process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                       start_new_session=True, cwd=self.workdir,
+                                       preexec_fn=_die_with_parent if main_thread else None)
+            self.components[name] = Component(name, process, log, sink, args)
+            self.started_pids.append(process.pid)
+            try:
+                self._await(name, ready, "ready")
+                return
+            except StartError:
+                _kill_group(process, STOP_GRACE)
+                sink.close()
+                del self.components[name]
+                if attempt == ATTEMPTS or "address already in use" not in tail(log, 60):
+                    raise
+
+    def _await(self, name: str, ready: Callable[[], Any], what: str) -> None:
+        component = self.components[name]
+        deadline = time.monotonic() + DEADLINES[name]
+        while True:
+            code = component.process.poll()
+            if code is not None:
+                raise StartError(f"{name} exited with {code} before it was {what}; log {component.log}:\n"
+                                 f"{tail(component.log)}")
+            with contextlib.suppress(OSError, ValueError, AssertionError):
+                if ready():
+                    return
+            if time.monotonic() > deadline:
+                raise StartError(f"{name} was not {what} within {DEADLINES[name]:.0f} s; log {component.log}:\n"
+                                 f"{tail(component.log)}")
+            time.sleep(POLL)
+
+    # -- etcd
+
+    def _etcd_args(self) -> list[str]:
+        client, peer = free_port(), free_port()
+        self._etcd_url = f"http://127.0.0.1:{client}"
+        return [
+            "--name=realcluster", f"--data-dir={self.workdir / 'etcd'}",
+            f"--listen-client-urls={self._etcd_url}", f"--advertise-client-urls={self._etcd_url}",
+            f"--listen-peer-urls=http://127.0.0.1:{peer}", f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-cluster=realcluster=http://127.0.0.1:{peer}", "--initial-cluster-state=new",
+            "--unsafe-no-fsync",  # test data: no fsync, much faster on a shared disk
+        ]
+
+    def _etcd_healthy(self) -> bool:
+        with urllib.request.urlopen(f"{self._etcd_url}/health", timeout=5) as answer:
+            return b'"health":"true"' in answer.read()
+
+    # -- kube-apiserver
+
+    def _apiserver_args(self) -> list[str]:
+        assert self.pki is not None
+        port = free_port()
+        self.server = f"https://127.0.0.1:{port}"
+        return [
+            f"--etcd-servers={self._etcd_url}",
+            "--bind-address=127.0.0.1", f"--secure-port={port}", "--advertise-address=127.0.0.1",
+            f"--tls-cert-file={self.pki.serving_cert}", f"--tls-private-key-file={self.pki.serving_key}",
+            f"--client-ca-file={self.pki.ca_cert}",
+            "--authorization-mode=Node,RBAC",
+            f"--enable-admission-plugins={','.join(ADMISSION_PLUGINS)}",
+            f"--feature-gates={self.gates()}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={self.pki.service_account_pub}",
+            f"--service-account-signing-key-file={self.pki.service_account_key}",
+            "--allow-privileged=true",
+            # the request-header (front-proxy) setup of kubeadm: the aggregator's client certificate, and the CA
+            # that kube-scheduler and kube-controller-manager read from extension-apiserver-authentication
+            f"--requestheader-client-ca-file={self.pki.ca_cert}", "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={self.pki.front_proxy.cert}",
+            f"--proxy-client-key-file={self.pki.front_proxy.key}",
+            "--endpoint-reconciler-type=none",  # the `kubernetes` Service would point at loopback: refused, noisy
+            f"--cert-dir={self.workdir / 'apiserver-certs'}",
+        ]
+
+    def _apiserver_ready(self) -> bool:
+        assert self.pki is not None
+        context = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+        context.load_cert_chain(str(self.pki.admin.cert), str(self.pki.admin.key))
+        try:
+            with urllib.request.urlopen(f"{self.server}/readyz", context=context, timeout=5) as answer:
+                return bool(answer.status == 200)
+        except urllib.error.HTTPError:
+            return False
+
+    # -- kube-scheduler and kube-controller-manager
+
+    def _component_args(self, stem: str, client: pki.ClientCert) -> list[str]:
+        assert self.pki is not None
+        user = "system:kube-scheduler" if stem == "scheduler" else "system:kube-controller-manager"
+        kubeconfig = pki.write_kubeconfig(self.workdir / f"{stem}.kubeconfig", self.server, self.pki.ca_cert,
+                                          client, user)
+        port = free_port()
+        self._ports[stem] = port
+        args = [
+            f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1", f"--secure-port={port}", "--leader-elect=false",
+            f"--feature-gates={self.gates()}",
+        ]
+        if stem == "controller-manager":
+            args += [
+                f"--controllers={CONTROLLERS}",
+                "--use-service-account-credentials=true",  # each controller under its bootstrap RBAC role
+                f"--service-account-private-key-file={self.pki.service_account_key}",
+                f"--root-ca-file={self.pki.ca_cert}",
+                f"--cluster-signing-cert-file={self.pki.ca_cert}", f"--cluster-signing-key-file={self.pki.ca_key}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+            ]
+        return args
+
+    def _component_healthy(self, stem: str) -> Callable[[], bool]:
+        def healthy() -> bool:
+            try:
+                return "ok" == self._component_get(stem, "/healthz")
+            except urllib.error.HTTPError:
+                return False
+
+        return healthy
+
+    def _component_get(self, stem: str, path: str) -> str:
+        assert self.pki is not None
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE  # their serving certificates are self-signed, generated in memory
+        context.load_cert_chain(str(self.pki.admin.cert), str(self.pki.admin.key))
+        url = f"https://127.0.0.1:{self._ports[stem]}{path}"
+        with urllib.request.urlopen(url, context=context, timeout=10) as answer:
+            return str(answer.read().decode())
+
+    def scrape(self, component: str, path: str) -> str:
+        """GET ``path`` (e.g. /metrics) from kube-scheduler or kube-controller-manager as the admin."""
+        return self._component_get(component.removeprefix("kube-"), path)
+
+
+def _kill_group(process: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM the process group, SIGKILL it after ``grace`` s, and reap the leader."""
+    if process.returncode is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)  # stragglers of an exited leader
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=grace)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def wait_gone(pids: list[int], within: float = 30.0) -> list[int]:
+    """The pids still alive (not zombies) after waiting up to ``within`` s for them to go."""
+    def alive() -> list[int]:
+        return [pid for pid in pids if _alive(pid)]
+
+    with contextlib.suppress(AssertionError):
+        wait_until(lambda: not alive(), within=within, what="processes to exit")
+    return alive()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

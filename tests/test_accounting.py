@@ -677,6 +677,39 @@ class TestFitsAndPhase:
                                                     ledger.condition("PodStatusBackfill").message)
 
 
+class TestSchedulerUnits:
+    def test_each_pod_is_rounded_up_on_its_own(self) -> None:
+        """Three pods of 1.5m cpu: the scheduler charges 2m each, so 5m of cpu does not hold them (6m)."""
+        pods = [pod_obj(f"p{i}", containers=[container("a", {"cpu": "1500u"})]) for i in range(3)]
+        ledger = ledger_of(node_obj("n1", allocatable={"cpu": "5m"}), *pods)
+        line = ledger.resources["cpu"]
+        assert ("500u", 6, 5, -1) == (str(line.free), line.requested_units, line.allocatable_units, line.free_units)
+        fits = ledger.condition("Fits")
+        assert ("Overcommitted", "False") == (ledger.phase, fits.status)
+        assert "rounded up pod by pod as the scheduler charges it, is 6m > allocatable 5m" in fits.message
+
+    def test_memory_units_are_bytes(self) -> None:
+        """Memory is charged in whole bytes, rounded up: 1.5 bytes is 2."""
+        ledger = ledger_of(node_obj("n1", allocatable={"memory": "2"}),
+                           pod_obj("p", containers=[container("a", {"memory": "1500m"})]))
+        assert (2, 2, 0) == (ledger.resources["memory"].requested_units, ledger.resources["memory"].allocatable_units,
+                             ledger.resources["memory"].free_units)
+
+    def test_the_sums_and_a_full_pass_agree_on_units(self) -> None:
+        """The running sums give the units a pass over every pod gives (claims included)."""
+        items = [node_obj("n1", allocatable={"cpu": "8"}), cores(), core_claim("c", 0),
+                 pod_obj("p", containers=[container("a", {"cpu": "100500u"}, claims=["x"])],
+                         resource_claims=[direct("x", "c")]),
+                 pod_obj("q", containers=[container("a", {"cpu": "1500u"})])]
+        state = load(*items)
+        from draledger.accounting.ledger import compute
+
+        full = compute(state.nodes["n1"], state)
+        incremental = state.ledger("n1")
+        assert incremental is not None
+        assert (2103, 2103) == (full.resources["cpu"].requested_units, incremental.resources["cpu"].requested_units)
+
+
 class TestResourceLines:
     def test_which_resources_are_listed(self) -> None:
         """Node-allocatable resources of the node and of the streams are listed; pods and extended ones are not."""

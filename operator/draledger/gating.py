@@ -100,7 +100,9 @@ class Releaser:
         if ledger is None:
             self.standing.pop(node, None)
         else:
-            self.standing[node] = NodeStanding(ledger.phase, {r: line.free for r, line in ledger.resources.items()})
+            self.standing[node] = NodeStanding(
+                ledger.phase, {r: line.free_units for r, line in ledger.resources.items()}
+            )
 
     def refresh(self) -> None:
         """Compute again every node touched since the last look; forget nodes that are gone."""

@@ -16,6 +16,7 @@ the user wrote, never through binary arithmetic.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
 from enum import Enum
 from typing import Final
@@ -226,3 +227,14 @@ def _parse_text(text: str) -> Quantity:
             raise QuantityError(f"{text!r}: exponent out of range")
         return Quantity(number.scaleb(exponent, _CTX), Format.DECIMAL_EXPONENT)
     return Quantity(number.scaleb(_DECIMAL[match["dec"]], _CTX), Format.DECIMAL_SI)
+
+
+def scheduler_units(name: str, quantity: Quantity) -> int:
+    """The quantity in kube-scheduler's integer unit for the resource: millicores for cpu, units (bytes) for
+    the rest, rounded up (``Quantity.MilliValue`` and ``Quantity.Value`` round up: framework.Resource.Add)."""
+    value = quantity.value * 1000 if name == "cpu" else quantity.value
+    return int(value.to_integral_value(rounding=ROUND_CEILING))
+
+
+def units_of(amounts: Mapping[str, Quantity]) -> dict[str, int]:
+    return {name: scheduler_units(name, quantity) for name, quantity in amounts.items()}

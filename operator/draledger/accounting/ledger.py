@@ -23,7 +23,7 @@ from draledger.accounting.contributions import Contribution, DeviceRef, contribu
 from draledger.accounting.footprints import Resources, add_into, footprint
 from draledger.accounting.sums import NodeSums, Sum, plain_footprint
 from draledger.accounting.zones import DEFAULT_NUMA_ATTRIBUTES, zone_capacity
-from draledger.quantities import EXACT, ZERO, Format, Quantity
+from draledger.quantities import EXACT, ZERO, Format, Quantity, scheduler_units
 from draledger.views import ClaimView, NodeView, PodView, Problem
 from draledger.views.problems import ObjectRef
 from draledger.views.slices import is_node_allocatable
@@ -67,6 +67,14 @@ class ResourceLine:
     requested: Quantity
     free: Quantity
     scheduler_charged: Quantity
+    # In kube-scheduler's own integer units (millicores for cpu, bytes otherwise), each pod's footprint
+    # rounded up on its own, as NodeInfo.Requested sums them: what fit is judged in.
+    allocatable_units: int = 0
+    requested_units: int = 0
+
+    @property
+    def free_units(self) -> int:
+        return self.allocatable_units - self.requested_units
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +182,7 @@ def compute(
             add_into(charged_total, status.charged())
         return term
 
+    requested_units: dict[str, int] = {}
     if sums is None:
         pod_requests: Resources = {}
         requested: Resources = {}
@@ -181,7 +190,9 @@ def compute(
             plain = footprint(pod.ordinary, pod.pod_level, pod.overhead, {})
             add_into(pod_requests, plain)
             term = visit(pod)
-            add_into(requested, plain if term is None else term)  # no claim: the plain footprint
+            charged = plain if term is None else term  # no claim: the plain footprint
+            add_into(requested, charged)
+            _add_units(requested_units, charged)
     else:  # the same figures: the pods that need a visit, and the node's running sums for the others
         terms: dict[PodKey, Mapping[str, Quantity]] = {}  # footprint with claims, per pod with claims
         for key in sorted(sums.special):
@@ -189,6 +200,9 @@ def compute(
             if term is not None:
                 terms[key] = term
         pod_requests, requested = _summed(node.name, catalog, sums, terms)
+        requested_units.update(sums.claimless_units)
+        for term in terms.values():
+            _add_units(requested_units, term)
 
     names = {r for r in node.allocatable if is_node_allocatable(r)}
     for stream in (requested, claims_total, charged_total):
@@ -204,6 +218,8 @@ def compute(
             requested=total,
             free=allocatable - total,
             scheduler_charged=charged_total.get(name, ZERO),
+            allocatable_units=scheduler_units(name, allocatable),
+            requested_units=requested_units.get(name, 0),
         )
 
     if capacity is None:
@@ -239,6 +255,11 @@ def compute(
         mapping_fingerprint=fingerprint if fingerprint is not None else mapping_fingerprint(catalog, node.name),
         rejected_slices=flags.rejected_slices,
     )
+
+
+def _add_units(units: dict[str, int], amounts: Mapping[str, Quantity]) -> None:
+    for name, quantity in amounts.items():
+        units[name] = units.get(name, 0) + scheduler_units(name, quantity)
 
 
 def _summed(
@@ -458,11 +479,7 @@ def _conditions(
         sync = Condition("SchedulerInSync", "False", "Diverged", "; ".join(diffs))
     else:
         sync = Condition("SchedulerInSync", "True", "Matched", "the scheduler charged what the ledger counts")
-    over = [
-        f"{n}: requested {line.requested} > allocatable {line.allocatable}"
-        for n, line in resources.items()
-        if line.free < ZERO
-    ]
+    over = [_overcommitted(n, line) for n, line in resources.items() if line.free_units < 0]
     if over:
         fits = Condition("Fits", "False", "Overcommitted", "; ".join(over))
     else:
@@ -470,6 +487,16 @@ def _conditions(
     if flags.pod_status is None:
         return (fresh, mappings, sync, fits)
     return (fresh, mappings, sync, fits, Condition("PodStatusBackfill", *flags.pod_status))
+
+
+def _overcommitted(name: str, line: ResourceLine) -> str:
+    if line.free < ZERO:
+        return f"{name}: requested {line.requested} > allocatable {line.allocatable}"
+    unit = "m" if name == "cpu" else ""
+    return (
+        f"{name}: requested {line.requested}, rounded up pod by pod as the scheduler charges it, is "
+        f"{line.requested_units}{unit} > allocatable {line.allocatable_units}{unit}"
+    )
 
 
 def _phase(flags: Flags, conditions: tuple[Condition, ...]) -> str:

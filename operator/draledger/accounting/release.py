@@ -2,7 +2,8 @@
 
 A release needs positive evidence, never the mere absence of a problem seen so far:
 1. Nothing is released before the ledgers are rebuilt, while admission is frozen cluster-wide, or while any
-   watch stream the decision depends on is unhealthy this very moment (broken, relisting, silent).
+   watch stream the decision depends on is unhealthy this very moment (broken, relisting, reconnecting,
+   silent).
 2. A released pod may only land on a node whose ledger is Ready now. Its node affinity is tightened
    (``metadata.name NotIn [...]`` every node of ours that is not Ready) in the same JSON patch that removes
    the gate (KEP-3838 allows tightening while a pod is gated). Nodes outside the canary (seen, not selected)
@@ -27,7 +28,7 @@ from typing import Any
 from draledger.accounting.catalog import Catalog
 from draledger.accounting.contributions import contribution
 from draledger.accounting.footprints import Resources, add_into, footprint
-from draledger.quantities import ZERO, Quantity
+from draledger.quantities import ZERO, Quantity, scheduler_units
 from draledger.views import PodView
 
 GATE = "draledger.dev/ledger-ready"
@@ -38,7 +39,7 @@ REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 @dataclass(frozen=True, slots=True)
 class NodeStanding:
     phase: str
-    free: Mapping[str, Quantity]
+    free: Mapping[str, int]  # in the scheduler's units (ResourceLine.free_units)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +90,9 @@ def _claims_charge(
     return charge, pinned, unseen, unresolved
 
 
-def _fits(needed: Mapping[str, Quantity], free: Mapping[str, Quantity]) -> bool:
-    return all(quantity <= free.get(name, ZERO) for name, quantity in needed.items() if quantity > ZERO)
+def _fits(needed: Mapping[str, Quantity], free: Mapping[str, int]) -> bool:
+    """Whether the footprint fits, judged as the scheduler does: each resource rounded up to its unit."""
+    return all(scheduler_units(name, q) <= free.get(name, 0) for name, q in needed.items() if q > ZERO)
 
 
 def decide(

@@ -20,7 +20,7 @@ from decimal import Decimal
 
 from draledger.accounting.catalog import PodKey
 from draledger.accounting.footprints import footprint
-from draledger.quantities import EXACT, Format, Quantity
+from draledger.quantities import EXACT, Format, Quantity, scheduler_units
 from draledger.views import PodView
 
 __all__ = ["NodeSums", "Sum", "needs_pass", "plain_footprint"]
@@ -104,24 +104,45 @@ def _swap(sums: dict[str, Sum], before: Mapping[str, Quantity], after: Mapping[s
             _entry(sums, name).add(fresh, 1)
 
 
+def _count_units(units: dict[str, int], amounts: Mapping[str, Quantity], sign: int) -> None:
+    for name, quantity in amounts.items():
+        total = units.get(name, 0) + sign * scheduler_units(name, quantity)
+        if total or sign > 0:
+            units[name] = total
+        else:
+            units.pop(name, None)
+
+
 class NodeSums:
     """The counted pods of one node, as far as the ledger needs them summed (rule 1). The two sums are
     disjoint (a pod is in one), so the common update touches one: podRequests is their sum."""
 
-    __slots__ = ("claimed", "claimless", "special")
+    __slots__ = ("claimed", "claimless", "claimless_units", "special")
 
     def __init__(self) -> None:
         self.claimless: dict[str, Sum] = {}  # claim-free footprints of the pods without claims
         self.claimed: dict[str, Sum] = {}  # claim-free footprints of the pods with claims
         self.special: dict[PodKey, PodView] = {}  # pods the ledger pass visits (needs_pass)
+        # The pods without claims as kube-scheduler charges them: each footprint rounded up to its units
+        self.claimless_units: dict[str, int] = {}
 
     def add(self, pod: PodView) -> None:
-        _apply(self.claimed if pod.claims else self.claimless, plain_footprint(pod), 1)
+        plain = plain_footprint(pod)
+        if pod.claims:
+            _apply(self.claimed, plain, 1)
+        else:
+            _apply(self.claimless, plain, 1)
+            _count_units(self.claimless_units, plain, 1)
         if needs_pass(pod):
             self.special[pod.key] = pod
 
     def remove(self, pod: PodView) -> None:
-        _apply(self.claimed if pod.claims else self.claimless, plain_footprint(pod), -1)
+        plain = plain_footprint(pod)
+        if pod.claims:
+            _apply(self.claimed, plain, -1)
+        else:
+            _apply(self.claimless, plain, -1)
+            _count_units(self.claimless_units, plain, -1)
         self.special.pop(pod.key, None)
 
     def replace(self, old: PodView, new: PodView) -> None:
@@ -134,6 +155,9 @@ class NodeSums:
         before, after = plain_footprint(old), plain_footprint(new)
         if before is not after:
             _swap(self.claimed if new.claims else self.claimless, before, after)
+            if not new.claims:
+                _count_units(self.claimless_units, before, -1)
+                _count_units(self.claimless_units, after, 1)
         if needs_pass(new):
             self.special[new.key] = new
         else:

@@ -542,3 +542,144 @@ def event_streams(draw: st.DrawFn) -> list[tuple[str, Raw]]:
     for _ in range(pick(draw, (0, 0, 1, 2))):
         stream.insert(draw(st.integers(0, len(stream))), ("relist", {}))
     return stream
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Fuzzing: any JSON value, in any position, of any depth
+#
+# A JSON document decodes to None, bool, int, float (or Decimal: ``draledger audit`` reads JSON numbers that
+# are not integers as exact decimals), str, list and str-keyed dict, nested arbitrarily. The readers must take
+# every one of them anywhere without raising. ``mutated`` spoils a valid object by replacing subtrees with such
+# values, wrapping maps in lists and lists in maps, deleting fields, or burying a field under deep nesting.
+# ----------------------------------------------------------------------------------------------------------
+
+# Field names the readers look for: a generated map with these keys reaches deeper into a reader.
+FIELD_NAMES = (
+    "kind", "apiVersion", "metadata", "name", "namespace", "uid", "spec", "status", "items", "nodeName",
+    "phase", "containers", "initContainers", "resources", "requests", "limits", "claims", "restartPolicy",
+    "resourceClaims", "resourceClaimName", "resourceClaimTemplateName", "resourceClaimStatuses", "overhead",
+    "schedulingGates", "affinity", "nodeAffinity", "nodeAllocatableResourceClaimStatuses", "mapping", "quantity",
+    "perPod", "perContainer", "containers", "allocatable", "conditions", "type", "reason", "labels", "driver",
+    "pool", "generation", "resourceSliceCount", "devices", "basic", "attributes", "int", "capacity", "value",
+    "nodeAllocatableResourceMappings", "nodeAllocatableResources", "capacityKey", "allocationMultiplier",
+    "capacityMultiplier", "deviceMultiplier", "allocation", "results", "request", "device", "consumedCapacity",
+    "reservedFor", "nodeSelector", "nodeSelectorTerms", "matchFields", "key", "operator", "values", "cpu",
+    "memory", "hugepages-2Mi", "numaNode",
+)
+# Strings that look like numbers, quantities or special values, and some that break naive code.
+ODD_STRINGS = (
+    "", " ", "0", "-0", "1", "-1", "100m", "1Gi", "1.5", "1e3", "1e999999", "1E-999999", "NaN", "nan", "Infinity",
+    "-inf", "0x10", "1_000", "\u0661\u0662", "1\n", " 1", "1Ki ", "+.5", ".", "e3", "9" * 130, "9" * 5000,
+    "In", "metadata.name", "Always", "Running", "Succeeded", "True", "List", "Node", "Pod", "ResourceSlice",
+    "ResourceClaim", "resource.k8s.io/v1beta1", "\ud800", "\x00", "a/b", "<unnamed>", "%s%d{}", "\u202e",
+)
+HUGE_INTS = (2**63 - 1, 2**63, -(2**63) - 1, 2**64, 10**100, -(10**100))
+
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.sampled_from(HUGE_INTS),
+    # 10**5000 has more digits than Python's json and str() take (4,300): only code builds it, yet readers take it
+    st.sampled_from((4000, 5000)).map(lambda digits: 10**digits),
+    st.floats(),  # NaN and the infinities too: JSON decoders accept NaN and Infinity
+    st.decimals(places=None),  # sNaN, NaN and infinities included
+    st.sampled_from(ODD_STRINGS),
+    st.sampled_from(FIELD_NAMES),
+    st.text(max_size=8),
+)
+json_keys = st.one_of(st.sampled_from(FIELD_NAMES), st.sampled_from(ODD_STRINGS), st.text(max_size=6))
+
+
+def nested(depth: int, leaf: Any, container: str) -> Any:
+    """``leaf`` buried ``depth`` levels deep in lists, maps, or both alternating (built without recursion)."""
+    value = leaf
+    for level in range(depth):
+        as_list = container == "list" or (container == "mixed" and level % 2 == 0)
+        value = [value] if as_list else {"items": value}
+    return value
+
+
+deep_values = st.builds(
+    nested, st.integers(1, 3000), json_scalars, st.sampled_from(("list", "dict", "mixed"))
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(json_keys, children, max_size=4)),
+    max_leaves=12,
+)
+any_values = st.one_of(json_values, json_values, json_values, deep_values)
+
+
+def subtree_paths(value: Any, max_depth: int = 12) -> list[tuple[Any, ...]]:
+    """The path of every subtree of a JSON value down to ``max_depth`` (its root excluded), walked without
+    recursion: a mutation may have buried a field thousands of levels deep."""
+    out: list[tuple[Any, ...]] = []
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    while stack:
+        node, at = stack.pop()
+        if len(at) >= max_depth:
+            continue
+        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, child in children:
+            out.append((*at, key))
+            stack.append((child, (*at, key)))
+    out.sort(key=repr)  # a stable order, so that examples shrink and replay
+    return out
+
+
+@st.composite
+def mutated(
+    draw: st.DrawFn, raw: Any, max_mutations: int = 4, values: st.SearchStrategy[Any] = any_values
+) -> Any:
+    """A deep copy of ``raw`` with 1..max_mutations subtrees replaced (by one of ``values``, the same subtree
+    wrapped in a list or a map, or an item of a list unwrapped) or deleted; sometimes the root itself is
+    replaced."""
+    out = copy.deepcopy(raw)
+    if chance(draw, 40):
+        return draw(values)
+    for _ in range(draw(st.integers(1, max_mutations))):
+        where = subtree_paths(out)
+        if not where:
+            break
+        path = pick(draw, where)
+        parent = out
+        for step in path[:-1]:
+            parent = parent[step]
+        old = parent[path[-1]]
+        how = draw(st.integers(0, 9))
+        if how == 0 and isinstance(parent, dict):
+            del parent[path[-1]]
+        elif how == 1:
+            parent[path[-1]] = [old]  # a list where a map (or a scalar) is expected
+        elif how == 2:
+            parent[path[-1]] = {pick(draw, FIELD_NAMES): old}  # a map where a list (or a scalar) is expected
+        elif how == 3 and isinstance(old, list) and old:
+            parent[path[-1]] = old[0]
+        else:
+            parent[path[-1]] = draw(values)
+    return out
+
+
+def seed_objects(dumps: Iterable[Raw]) -> list[Raw]:
+    """Valid objects to mutate: every item of the given dumps, plus what they lack (v1beta1 and v1beta2
+    slices, scheduling gates and affinity, limits, the v1.37 pod status, claims reserved for pods)."""
+    items = [item for dump in dumps for item in dump["items"]]
+    cores = [device("core-0", attributes={"numaNode": 0}, capacity={"size": "4"}, multi=True,
+                    v136={"cpu": {"capacityKey": "size", "allocationMultiplier": "2"}}),
+             device("gpu-0", v137={"memory": {"mapping": {"deviceMultiplier": "8Gi"},
+                                              "overhead": {"perPod": "1Gi", "perContainer": "100Mi"}}})]
+    gated = pod_obj("gated", containers=[container("a", {"cpu": "1"}, limits={"memory": "1Gi"}, claims=["x"])],
+                    init_containers=[container("i", {"cpu": "2"}, restart_policy="Always")],
+                    resource_claims=[templated("x")], generated={"x": "c"}, node=None, phase="Pending",
+                    claim_statuses=[status_v137("c", ["a"], {"cpu": "8"}, {"memory": {"perPod": "1Gi"}})],
+                    pod_level={"cpu": "4"}, overhead={"memory": "64Mi"})
+    gated["spec"]["schedulingGates"] = [{"name": "draledger.dev/ledger-ready"}]
+    gated["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}
+    gated["metadata"]["creationTimestamp"] = "2026-12-02T10:00:00Z"
+    reserved = claim_obj("c", results=[result("core-0", consumed={"size": "2"}), result("gpu-0")])
+    reserved["status"]["reservedFor"] = [{"resource": "pods", "name": "gated", "uid": uid_of("pod", "t", "gated")}]
+    extra = [slice_obj("beta1", devices=cores, api_version="resource.k8s.io/v1beta1"),
+             slice_obj("beta2", devices=cores, api_version="resource.k8s.io/v1beta2"), gated, reserved]
+    return [*items, *extra]

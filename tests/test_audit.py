@@ -380,7 +380,7 @@ class TestBadFiles:
         """A file that does not parse or is not a List exits 2, naming the file and the reason."""
         path = write_dump(content)
         code, out, err = run_in_process("-f", str(path))
-        assert (2, "") == (code, out)
+        assert (2, "", 1) == (code, out, len(err.splitlines()))
         assert err.startswith(f"error: {path}: ")
         assert reason in err
 
@@ -389,14 +389,20 @@ class TestBadFiles:
         [
             pytest.param('{"kind": "List", "items": [{"kind": "Node"', "not valid JSON", id="truncated-json"),
             pytest.param('{"apiVersion": "v1", "kind": "ConfigMap"}', "expected kind: List", id="not-a-list"),
+            pytest.param('{"kind": "List", "items": [' + "[" * 1000 + "]" * 1000 + "]}",
+                         "nested too deeply", id="json-nested-1000-deep"),
+            pytest.param("kind: List\nitems:\n- " + "[" * 1000 + "]" * 1000 + "\n",
+                         "nested more than 100 levels deep", id="yaml-nested-1000-deep"),
+            pytest.param('{"kind": ["List"], "items": []}', "got kind: ['List']", id="kind-a-list"),
         ],
     )
     def test_the_command_exits_2(self, run_audit: RunAudit, write_dump: WriteDump, content: str, reason: str) -> None:
-        """The real command exits 2 on an unusable file, printing nothing and naming the file and the reason."""
+        """The real command exits 2 on an unusable file, printing nothing but one line naming the file and the
+        reason (no traceback)."""
         path = write_dump(content)
         done = run_audit("-f", str(path), "-o", "json")
         assert (2, "") == (done.returncode, done.stdout)
-        assert f"error: {path}: " in done.stderr
+        assert [f"error: {path}: "] == [line[: len(str(path)) + 9] for line in done.stderr.splitlines()]
         assert reason in done.stderr
 
     def test_missing_file(self, tmp_path: Path) -> None:
@@ -418,6 +424,69 @@ class TestBadFiles:
         code, _, err = run_in_process("-f", str(path))
         assert 2 == code
         assert f"{path}: cannot read" in err
+
+
+def billion_laughs(levels: int) -> str:
+    """A YAML List whose items expand through aliases to 10^levels values, in a few hundred bytes."""
+    lines = ["kind: List", "l0: &l0 [a, a, a, a, a, a, a, a, a, a]"]
+    lines += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, levels)]
+    return "\n".join([*lines, f"items: *l{levels - 1}"]) + "\n"
+
+
+class TestHostileFiles:
+    """Issue 13, item 8: files that crashed or hung ``audit`` (a traceback and exit 1) now exit 2 with one line."""
+
+    @pytest.mark.parametrize(
+        ("content", "reason"),
+        [
+            pytest.param('{"kind": "List", "items": [' + '{"a": ' * 100_000 + "1" + "}" * 100_000 + "]}",
+                         "nested too deeply for the JSON parser", id="json-maps-100000-deep"),
+            pytest.param("kind: List\nitems:\n- kind: Node\n  metadata:\n"
+                         + "".join("  " * (level + 2) + "a:\n" for level in range(150)),
+                         "nested more than 100 levels deep", id="yaml-block-150-deep"),
+            pytest.param('{"kind": "List", "items": [' + "7" * 5000 + "]}",
+                         "not valid JSON: Exceeds the limit (4300 digits)", id="json-integer-of-5000-digits"),
+            pytest.param("kind: List\nitems: [" + "7" * 5000 + "]\n",
+                         "not valid JSON or YAML: Exceeds the limit (4300 digits)", id="yaml-integer-of-5000-digits"),
+            pytest.param(billion_laughs(8), "YAML aliases expand to more than 100000 values", id="billion-laughs"),
+            pytest.param("kind: List\nitems: &a [*a]\n", "YAML aliases expand to more than 100000 values",
+                         id="self-containing-alias"),
+            pytest.param("kind: List\nitems: !!python/tuple [1]\n", "not valid JSON or YAML", id="python-tag"),
+            pytest.param("kind: List\nitems: [!!timestamp not-a-time]\n", "not valid JSON or YAML",
+                         id="bad-explicit-timestamp"),
+            pytest.param('{"kind": {"List": 1}, "items": []}', "got kind: {'List': 1}", id="kind-a-map"),
+            pytest.param("kind: List\nitems:\n- \x0e\n", "unacceptable character", id="control-character"),
+        ],
+    )
+    def test_exits_2_with_one_line(self, write_dump: WriteDump, content: str, reason: str) -> None:
+        """The file is refused: exit 2, nothing printed, one line naming the file and the reason."""
+        path = write_dump(content, ".yaml")
+        code, out, err = run_in_process("-f", str(path))
+        assert (2, "", 1) == (code, out, len(err.splitlines()))
+        assert err.startswith(f"error: {path}: ")
+        assert reason in err
+
+    def test_yaml_reads_as_kubectl_reads_it(self, write_dump: WriteDump) -> None:
+        """YAML map keys become strings and unquoted timestamps stay text, as kubectl reads them: no problem."""
+        pod = pod_obj("p", containers=[container("a", {"cpu": "1"})], phase="Pending", node=None)
+        pod["spec"]["schedulingGates"] = [{"name": "example.com/gate"}]
+        text = yaml.safe_dump(as_list([node_obj("n1"), pod]))
+        text = text.replace("  name: p\n", "  name: p\n    creationTimestamp: 2026-12-02T10:00:00Z\n")
+        text = text.replace("      cpu: '16'\n", "      cpu: '16'\n      1: 2\n")
+        document = dumps.parse_text(text, "dump.yaml")
+        assert "2026-12-02T10:00:00Z" == document["items"][1]["metadata"]["creationTimestamp"]
+        assert {"cpu": "16", "memory": "64Gi", "1": 2} == document["items"][0]["status"]["allocatable"]
+        code, out, err = run_in_process("-f", str(write_dump(text, ".yaml")), "-o", "json")
+        assert (0, "") == (code, err)
+        assert "16" == json.loads(out)["items"][0]["status"]["resources"]["cpu"]["allocatable"]
+
+    def test_yaml_only_values_become_json_values(self) -> None:
+        """Binary, sets, ordered maps and tagged timestamps read as the JSON value closest to what was written."""
+        text = ("kind: List\nitems: []\nb: !!binary aGk=\ns: !!set {x}\no: !!omap [{k: v}]\n"
+                "t: !!timestamp 2026-12-02T10:00:00Z\nd: !!timestamp 2026-12-02\nk: {2: a, true: b, null: c, 1.5: d}\n")
+        document = dumps.parse_text(text, "t")
+        assert {"b": "aGk=", "s": {"x": None}, "o": [["k", "v"]], "t": "2026-12-02T10:00:00Z", "d": "2026-12-02",
+                "k": {"2": "a", "true": "b", "null": "c", "1.5": "d"}} == {k: document[k] for k in "bsotdk"}
 
 
 # ------------------------------------------------------------------ malformed objects: named, and computed around
@@ -524,6 +593,83 @@ class TestMalformedObjects:
         assert 0 == code
         assert "GenerationRegression: ResourceSlice s: " in err
         assert "2" == json.loads(out)["items"][0]["status"]["resources"]["cpu"]["claims"]
+
+
+def ill_typed_dump() -> list[Any]:
+    """Two nodes; on n1 a claim whose node selector ``values`` is an int (a TypeError in the claim reader, once),
+    a pod requesting a quantity of 5,000 digits, a slice whose apiVersion is a list; items whose kind is a
+    list or a map (``unhashable type``, once)."""
+    claim = claim_obj("c", results=[result("core-0")])
+    claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] = 5
+    cores = slice_obj("n1-cores", devices=[device("core-0", v136={"cpu": {"allocationMultiplier": "2"}})])
+    cores["apiVersion"] = ["resource.k8s.io/v1"]
+    return [
+        node_obj("n1", allocatable={"cpu": "16", "memory": "64Gi"}),
+        node_obj("n2", allocatable={"cpu": "4", "memory": "8Gi"}),
+        cores,
+        claim,
+        {"apiVersion": "v1", "kind": ["Pod"], "metadata": {"name": "list-kind"}},
+        pod_obj("p1", containers=[container("a", {"cpu": "1"}, claims=["x"])], resource_claims=[direct("x", "c")]),
+        pod_obj("huge", containers=[container("a", {"cpu": "9" * 5000, "memory": "1Gi"})]),
+        {"apiVersion": "v1", "kind": {"Pod": "v1"}, "metadata": {"name": "map-kind"}},
+        pod_obj("p2", node="n2", containers=[container("a", {"cpu": "500m"})]),
+    ]
+
+
+@pytest.fixture(scope="module")
+def ill_typed_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    path = tmp_path_factory.mktemp("ill-typed") / "dump.json"
+    path.write_text(json.dumps(as_list(ill_typed_dump())), encoding="utf-8")
+    return subprocess.run([sys.executable, "-m", "draledger.cli", "audit", "-f", str(path), "-o", "json"],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+class TestIllTypedObjects:
+    """Issue 13, item 8: ill-typed objects crashed ``audit`` (exit 1, a traceback); the contract is a named
+    problem, in the node's ledger, with every node still computed."""
+
+    def test_exit_zero_and_every_node_computed(self, ill_typed_run: subprocess.CompletedProcess[str]) -> None:
+        """Exit 0, no traceback, and both ledgers with exact figures (the huge request is not counted)."""
+        assert (0, "") == (ill_typed_run.returncode, "".join(
+            line for line in ill_typed_run.stderr.splitlines() if not line.startswith("warning: ")))
+        n1, n2 = json.loads(ill_typed_run.stdout)["items"]
+        assert ({"cpu": "1", "memory": "1Gi"}, "2") == (
+            {r: n1["status"]["resources"][r]["podRequests"] for r in ("cpu", "memory")},
+            n1["status"]["resources"]["cpu"]["claims"])
+        assert "500m" == n2["status"]["resources"]["cpu"]["requested"]
+
+    @pytest.mark.parametrize(
+        ("kind", "name", "field", "value"),
+        [
+            pytest.param("ResourceClaim", "t/c", "status.allocation.nodeSelector.nodeSelectorTerms[0]"
+                         ".matchFields[0].values", "5", id="values-not-a-list"),
+            pytest.param("Pod", "t/huge", "spec.containers[0].resources.requests.cpu", "'" + "9" * 76 + "...",
+                         id="quantity-out-of-range"),
+            pytest.param("ResourceSlice", "n1-cores", "apiVersion", "['resource.k8s.io/v1']",
+                         id="api-version-not-a-string"),
+        ],
+    )
+    def test_object_is_named(self, ill_typed_run: subprocess.CompletedProcess[str], kind: str, name: str,
+                             field: str, value: str) -> None:
+        """The ill-typed object is named on stderr and in n1's ledger (kind, namespace/name, field, value)."""
+        assert f"warning: MalformedField: {kind} {name} field {field} = {value}: " in ill_typed_run.stderr
+        problems = json.loads(ill_typed_run.stdout)["items"][0]["status"]["problems"]
+        namespace, _, short = name.rpartition("/")
+        assert [(kind, namespace, short, field, value)] == [
+            (p["kind"], p.get("namespace", ""), p["name"], p["field"], p["value"])
+            for p in problems if p.get("field") == field]
+
+    @pytest.mark.parametrize(("index", "value"), [(4, "['Pod']"), (7, "{'Pod': 'v1'}")])
+    def test_kind_not_a_string(self, ill_typed_run: subprocess.CompletedProcess[str], index: int, value: str) -> None:
+        """An item whose kind is a list or a map is named by position on stderr, and skipped."""
+        assert (f"warning: MalformedItem: input field kind = {value}: "
+                f"{ill_typed_run.args[5]}: items[{index}] has a kind that is not a string") in ill_typed_run.stderr
+
+    def test_table_with_a_name_that_is_no_valid_unicode(self, run_audit: RunAudit, write_dump: WriteDump) -> None:
+        """A node named with a lone surrogate (valid JSON) prints in the table, escaped (once UnicodeEncodeError)."""
+        path = write_dump('{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n\\ud800"}}]}')
+        done = run_audit("-f", str(path))
+        assert (0, "n\\ud800") == (done.returncode, done.stdout.splitlines()[1].split()[0])
 
 
 class TestLoading:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from draledger.accounting.footprints import add_into
 from draledger.quantities import ZERO, Quantity, parse_quantity
-from draledger.views.claims import read_claim, read_claim_full
+from draledger.views.claims import ClaimView, read_claim, read_claim_full
 from draledger.views.pods import read_pod, read_pod_full
 from draledger.views.slices import read_slice
 from strategies import Raw, clusters, device, slice_obj
@@ -276,12 +276,35 @@ ODD_CLAIMS = [
     },
     {"kind": "ResourceClaim", "metadata": {"name": "c"}, "status": {"reservedFor": {"uid": "u"}}},
     {"kind": "ResourceClaim", "metadata": {"name": "c"}, "status": {"reservedFor": [{"uid": 1}, "u", {"uid": "u"}]}},
+    {
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c"},
+        "status": {
+            "allocation": {
+                "nodeSelector": {
+                    "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": "n1"}]}]
+                }
+            }
+        },
+    },
+    {
+        "kind": "ResourceClaim",
+        "metadata": {"name": ["c"], "namespace": {"t": 1}},
+        "status": {"allocation": {"nodeSelector": {"nodeSelectorTerms": [{"matchFields": "x"}]}}},
+    },
 ]
 
 
 @pytest.mark.parametrize("raw", ODD_CLAIMS)
 def test_odd_claims_read_as_the_full_reader_reads_them(raw: Raw) -> None:
     assert outcome(read_claim, raw) == outcome(read_claim_full, raw)
+
+
+@pytest.mark.parametrize("raw", ODD_CLAIMS)
+def test_odd_claims_never_raise(raw: Raw) -> None:
+    """Both claim readers read every odd claim (issue 13: ``values: 7`` raised TypeError in both)."""
+    assert isinstance(read_claim_full(raw), ClaimView)
+    assert isinstance(read_claim(raw), ClaimView)
 
 
 ODD_DEVICES = [

@@ -8,16 +8,21 @@ from enum import Enum
 from typing import Any
 
 import pytest
+from hypothesis import given
 
 from draledger.quantities import parse_quantity
 from draledger.views import ObjectRef, Problem, read_claim, read_node, read_pod, read_slice
-from draledger.views.problems import ref_of
+from draledger.views.claims import read_claim_full
+from draledger.views.pods import read_pod_full
+from draledger.views.problems import ref_of, show
 from draledger.views.slices import Mapping, is_node_allocatable, lookup_qualified
 from strategies import (
     claim_obj,
     container,
     device,
     direct,
+    json_values,
+    nested,
     node_obj,
     pod_obj,
     result,
@@ -667,11 +672,180 @@ class TestClaimView:
         assert () == view.results
 
 
+class TestIllTypedClaims:
+    """Issue 13, item 8: ill-typed node selector terms and reservations crashed the claim reader (the operator
+    would drop that event); each is now a named problem, and the rest of the claim is still read."""
+
+    def spoiled(self, where: str, value: Any) -> dict[str, Any]:
+        raw = claim_obj("c", "t", results=[result("d")], node="n1")
+        raw["status"]["reservedFor"] = [{"resource": "pods", "name": "p", "uid": "u1"}]
+        allocation = raw["status"]["allocation"]
+        match = allocation["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]
+        if where == "values":
+            match["values"] = value
+        elif where == "value":
+            match["values"] = ["n1", value]
+        elif where == "matchFields":
+            allocation["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"] = value
+        elif where == "term":
+            allocation["nodeSelector"]["nodeSelectorTerms"].append(value)
+        elif where == "reservedFor":
+            raw["status"]["reservedFor"].append(value)
+        else:
+            raw["status"]["reservedFor"][0]["uid"] = value
+        return raw
+
+    TERMS = "status.allocation.nodeSelector.nodeSelectorTerms"
+
+    @pytest.mark.parametrize(
+        ("where", "value", "field"),
+        [
+            pytest.param("values", 5, f"{TERMS}[0].matchFields[0].values", id="values-an-int"),
+            pytest.param("values", "n1", f"{TERMS}[0].matchFields[0].values", id="values-a-string"),
+            pytest.param("values", {"n1": 1}, f"{TERMS}[0].matchFields[0].values", id="values-a-map"),
+            pytest.param("value", ["n2"], f"{TERMS}[0].matchFields[0].values[1]", id="value-a-list"),
+            pytest.param("matchFields", "x", f"{TERMS}[0].matchFields", id="matchFields-a-string"),
+            pytest.param("matchFields", 5, f"{TERMS}[0].matchFields", id="matchFields-an-int"),
+            pytest.param("matchFields", [7], f"{TERMS}[0].matchFields[0]", id="matchField-an-int"),
+            pytest.param("term", "junk", f"{TERMS}[1]", id="term-a-string"),
+            pytest.param("reservedFor", "u2", "status.reservedFor[1]", id="reservation-a-string"),
+            pytest.param("uid", ["u1"], "status.reservedFor[0].uid", id="uid-a-list"),
+        ],
+    )
+    def test_named_not_raised(self, where: str, value: Any, field: str) -> None:
+        """The ill-typed value is one named problem; the results are still read; fast and full agree."""
+        raw = self.spoiled(where, value)
+        view = read_claim(raw)
+        problem = only_problem(view.problems)
+        assert (ObjectRef("ResourceClaim", "c", "t"), field) == (problem.obj, problem.field)
+        assert ["d"] == [r.device for r in view.results]
+        assert read_claim_full(raw) == view
+
+
+class TestIllTypedIdentity:
+    @pytest.mark.parametrize("kind", ["Node", "Pod", "ResourceSlice", "ResourceClaim"])
+    @pytest.mark.parametrize("field", ["name", "namespace"])
+    def test_metadata_name_not_a_string(self, kind: str, field: str) -> None:
+        """A name or namespace that is not a string is named (the object reads as <unnamed> or namespace-less)."""
+        raw = {"Node": node_obj("n1"), "Pod": pod_obj("p", containers=[container("a")]),
+               "ResourceSlice": slice_obj("s"), "ResourceClaim": claim_obj("c")}[kind]
+        raw["metadata"][field] = ["x"]
+        read = {"Node": read_node, "Pod": read_pod, "ResourceSlice": read_slice, "ResourceClaim": read_claim}[kind]
+        problem = only_problem(read(raw).problems)
+        assert (f"metadata.{field}", "expected a string", "['x']") == (problem.field, problem.message, problem.value)
+
+    def test_slice_api_version_not_a_string(self) -> None:
+        """A ResourceSlice apiVersion that is not a string is named, and the slice is read as v1."""
+        raw = slice_obj("s", devices=[device("d", v136={"cpu": {}})])
+        raw["apiVersion"] = ["resource.k8s.io/v1beta1"]
+        view = read_slice(raw)
+        assert ["apiVersion"] == [p.field for p in view.problems]
+        assert ["d"] == [d.name for d in view.devices]
+
+
+class TestOutOfRange:
+    @pytest.mark.parametrize(
+        "value",
+        [
+            pytest.param("9" * 2001, id="2001-digits"),
+            pytest.param("1" + "0" * 1999 + "Ki", id="binary-suffix"),
+            pytest.param(10**2000, id="integer"),
+            pytest.param(10**5000, id="integer-too-long-to-print"),
+        ],
+    )
+    def test_huge_quantity(self, value: Any) -> None:
+        """A quantity of 10^2000 or more is named as out of range (its canonical form, or that of its product
+        with a multiplier, would be an integer Python refuses to print)."""
+        raw = node_obj("n1", allocatable={"cpu": value, "memory": "1Gi"})
+        view = read_node(raw)
+        problem = only_problem(view.problems)
+        assert ("status.allocatable.cpu", "out of range: a quantity must be below 10^2000") == (
+            problem.field, problem.message)
+        assert 80 == len(problem.value)
+        assert {"memory": q("1Gi")} == view.allocatable
+
+    def test_largest_short_quantity_is_in_range(self) -> None:
+        """The largest quantity of fewer than 64 characters is in range: the fast readers need not check them."""
+        largest = "9" * 58 + "e1000"
+        assert 63 == len(largest)
+        assert {"cpu": q(largest)} == read_node(node_obj("n1", allocatable={"cpu": largest})).allocatable
+
+    def test_pod_quantities_fast_and_full(self) -> None:
+        """A long quantity text takes the full reader's check in the fast pod reader too."""
+        raw = pod_obj("p", containers=[container("a", {"cpu": "9" * 2500, "memory": "1Gi"})])
+        view = read_pod(raw)
+        assert ["spec.containers[0].resources.requests.cpu"] == [p.field for p in view.problems]
+        assert read_pod_full(raw) == view
+
+    def test_integer_attribute_beyond_int64(self) -> None:
+        """An int attribute outside int64 is named and not used as a NUMA zone."""
+        raw = slice_obj("s", devices=[device("d", attributes={"numaNode": 2**63}, v136={"cpu": {}})])
+        view = read_slice(raw)
+        assert ["spec.devices[0].attributes.numaNode.int"] == [p.field for p in view.problems]
+        assert {} == view.devices[0].attributes
+        assert view == read_slice(raw, fast=False)
+
+    def test_generation_beyond_int64(self) -> None:
+        """A pool generation outside int64 is named and read as 0."""
+        raw = slice_obj("s")
+        raw["spec"]["pool"]["generation"] = 2**64
+        view = read_slice(raw)
+        assert (["spec.pool.generation"], 0) == ([p.field for p in view.problems], view.generation)
+
+
+class TestShow:
+    @given(json_values)
+    def test_repr_of_any_json_value(self, value: Any) -> None:
+        """show() is repr() (with no limit on the digits of an integer), cut to 80 characters with ``...``."""
+        limit = sys.get_int_max_str_digits()
+        sys.set_int_max_str_digits(0)
+        try:
+            text = repr(value)
+        finally:
+            sys.set_int_max_str_digits(limit)
+        assert (text if len(text) <= 80 else text[:77] + "...") == show(value)
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            pytest.param(nested(100_000, 1, "list"), id="deep-list"),
+            pytest.param(nested(100_000, 1, "dict"), id="deep-dict"),
+            pytest.param(10**5000, id="integer-too-long-to-print"),
+            pytest.param("x" * 10**7, id="long-string"),
+            pytest.param([list(range(10**6))] * 10**3, id="a-billion-elements"),
+        ],
+    )
+    def test_bounded(self, value: Any) -> None:
+        """A value too deep to repr(), too long to print, or too big to walk is shown in 80 characters."""
+        assert 80 == len(show(value))
+
+    def test_self_containing(self) -> None:
+        """A value that contains itself (YAML anchors can build one) is shown, cut."""
+        loop: list[Any] = [1]
+        loop.append(loop)
+        assert show(loop).startswith("[1, [1, [1, ")
+
+    def test_short_values_and_tuples(self) -> None:
+        """Short values show as repr() shows them, tuples included."""
+        for value in [None, True, 1.5, "a'b", (1,), (), {"a": [1, (2, 3)]}, [], {}]:
+            assert repr(value) == show(value)
+
+
 class TestProblems:
     def test_str_without_object(self) -> None:
         """A problem that belongs to no object says "input"."""
         assert "MalformedItem: input: items[0] is not an object" == str(
             Problem("MalformedItem", "items[0] is not an object"))
+
+    def test_str_is_one_printable_line(self) -> None:
+        """A key with a newline, a name with a lone surrogate: the problem still prints as one line, escaped
+        (found by the long fuzz run: a warning spread over two lines of stderr)."""
+        raw = slice_obj("s", devices=[device("d", v136={"1\n": {}})])
+        raw["metadata"]["name"] = "s\ud800"
+        problem = only_problem(read_slice(raw).problems)
+        assert ("InvalidMapping: ResourceSlice s\\ud800 field spec.devices[0].nodeAllocatableResourceMappings.1\\n"
+                " = '1\\n': not a node-allocatable resource name (cpu, memory, ephemeral-storage, hugepages-<size>)"
+                ) == str(problem)
 
     def test_cluster_scoped_ref(self) -> None:
         """A cluster-scoped object is shown as kind and name."""

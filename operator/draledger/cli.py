@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -13,34 +14,15 @@ from draledger import __version__
 def _audit(args: argparse.Namespace) -> int:
     from draledger import audit
 
+    if isinstance(sys.stdout, io.TextIOWrapper):  # a name that is no valid Unicode (a lone surrogate) still prints
+        sys.stdout.reconfigure(errors="backslashreplace")
     return audit.run(args.filename, args.output, args.numa, args.numa_attribute or (), svg=args.svg)
 
 
 def _cluster(args: argparse.Namespace) -> int:
-    import asyncio
-
     from draledger import clusterctl
 
-    async def go() -> int:
-        api = clusterctl._api(args.server, args.kubeconfig)
-        try:
-            if args.command == "freeze":
-                return await clusterctl.set_frozen(api, args.node, True, args.reason, sys.stdout)
-            if args.command == "resume":
-                return await clusterctl.resume(api, args.node, args.since_export, sys.stdout)
-            items = [clusterctl.strip_server_fields(o) for o in await clusterctl.list_ledgers(api)]
-            if args.command == "export":
-                clusterctl.write_list(items, args.output_file, args.output)
-                return 0
-            from draledger import report
-
-            report.write_svg(args.svg, items)
-            sys.stdout.write(f"wrote {args.svg} ({len(items)} ledgers)\n")
-            return 0
-        finally:
-            await api.close()
-
-    return asyncio.run(go())
+    return clusterctl.run(args)
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -59,8 +41,14 @@ def _export(args: argparse.Namespace) -> int:
         return 2
     from draledger.accounting.ledger import Flags
 
-    items = audit.ledgers_of(loaded, Flags(), audit.now_rfc3339())
-    clusterctl.write_list(items, args.output_file, args.output)
+    now = audit.now_rfc3339()
+    items = audit.ledgers_of(loaded, Flags(), now)
+    document = clusterctl.export_document(items, clusterctl.dump_identity(args.filename, now))
+    try:
+        clusterctl.write_document(document, args.output_file, args.output)
+    except clusterctl.CommandError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return error.code
     return 0
 
 
@@ -124,14 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, verb in (("freeze", "keep new claim pods gated on"), ("resume", "release new claim pods again on")):
         sub = commands.add_parser(name, help=f"{verb} nodes (spec.frozen of their ledgers); bound pods are untouched")
-        sub.add_argument("--node", action="append", default=[], metavar="NODE",
-                         help="a node (repeatable); default: every ledger")
-        sub.add_argument("--all", action="store_true", help="every ledger (the default when no --node is given)")
+        which = sub.add_mutually_exclusive_group(required=True)
+        which.add_argument("--node", action="append", default=[], metavar="NODE", help="a node (repeatable)")
+        which.add_argument("--all", action="store_true",
+                           help="every ledger" + ("" if name == "freeze" else " that is frozen"))
         if name == "freeze":
-            sub.add_argument("--reason", default="", help="why (shown on the ledger and in its events)")
+            sub.add_argument("--reason", default="", help="why (written to spec.reason; shown in its events)")
         else:
             sub.add_argument("--since-export", default="", metavar="FILE",
-                             help="resume only nodes whose mappingVersion moved past the one in this export")
+                             help="resume only nodes whose mappingVersion moved past the one in this export "
+                             "(`draledger export --from-cluster` of this cluster); exit 1 while any stays frozen")
         _connection(sub)
         sub.set_defaults(func=_cluster)
 

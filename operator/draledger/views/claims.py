@@ -62,18 +62,45 @@ def read_claim(raw: AbstractMapping[str, Any]) -> ClaimView:
 _intern = sys.intern
 
 
-def _allocation_nodes(terms: list[Any]) -> tuple[str, ...]:
-    """The node names of ``metadata.name In [...]`` match fields (the terms are read, never reported)."""
+def _allocation_nodes(terms: list[Any], reader: Reader | None) -> tuple[str, ...]:
+    """The node names of ``metadata.name In [...]`` match fields; other terms are read, not used. With no
+    reader (the fast path: no field paths built), anything the full reader would report bails."""
     nodes: list[str] = []
-    for term in terms:
-        for field in (term.get("matchFields") or []) if isinstance(term, dict) else []:
-            if (
-                isinstance(field, dict)
-                and field.get("key") == "metadata.name"
-                and field.get("operator") == "In"
-            ):
-                nodes.extend(v for v in field.get("values") or [] if isinstance(v, str))
+    for index, term in enumerate(terms):
+        where = "" if reader is None else f"status.allocation.nodeSelector.nodeSelectorTerms[{index}]"
+        if reader is None:
+            matches = fast_items(fast_mapping(term).get("matchFields"))
+        else:
+            matches = reader.items(reader.mapping(term, where).get("matchFields"), f"{where}.matchFields")
+        for findex, match in enumerate(matches):
+            path = "" if reader is None else f"{where}.matchFields[{findex}]"
+            match = fast_mapping(match) if reader is None else reader.mapping(match, path)
+            if match.get("key") != "metadata.name" or match.get("operator") != "In":
+                continue
+            raw_values = match.get("values")
+            values = fast_items(raw_values) if reader is None else reader.items(raw_values, f"{path}.values")
+            for vindex, value in enumerate(values):
+                if type(value) is str:
+                    nodes.append(value)
+                elif reader is None:
+                    raise Bail
+                else:
+                    reader.bad(f"{path}.values[{vindex}]", value, "expected a node name")
     return tuple(dict.fromkeys(nodes))
+
+
+def _reserved_for(entries: list[Any], reader: Reader | None) -> tuple[str, ...]:
+    """The pod UIDs of ``status.reservedFor``; an entry without a uid is skipped (the API requires one)."""
+    uids: list[str] = []
+    for index, entry in enumerate(entries):
+        if reader is None:
+            uid = fast_string(fast_mapping(entry).get("uid"))
+        else:
+            path = f"status.reservedFor[{index}]"
+            uid = reader.string(reader.mapping(entry, path).get("uid"), f"{path}.uid")
+        if uid:
+            uids.append(uid)
+    return tuple(uids)
 
 
 def _read_claim_fast(raw: AbstractMapping[str, Any]) -> ClaimView:
@@ -96,30 +123,26 @@ def _read_claim_fast(raw: AbstractMapping[str, Any]) -> ClaimView:
                 consumed=None if capacity is None else fast_quantities(capacity),
             )
         )
-    reserved = tuple(
-        str(entry["uid"])
-        for entry in fast_items(status.get("reservedFor"))
-        if isinstance(entry, dict) and isinstance(entry.get("uid"), str)
-    )
+    reserved = _reserved_for(fast_items(status.get("reservedFor")), None)
     selector = fast_mapping(allocation.get("nodeSelector"))
     terms = fast_items(selector.get("nodeSelectorTerms"))
-    name = meta.get("name")
-    namespace = meta.get("namespace")
+    name = fast_string(meta.get("name"))
+    namespace = fast_string(meta.get("namespace"))
     return ClaimView(
-        namespace=_intern(namespace if isinstance(namespace, str) else ""),
-        name=name if isinstance(name, str) and name else "<unnamed>",
+        namespace=_intern(namespace),
+        name=name or "<unnamed>",
         uid=fast_string(meta.get("uid")),
         results=tuple(results),
         allocated=bool(allocation),
         reserved_for=reserved,
-        allocation_nodes=_allocation_nodes(terms) if terms else (),
+        allocation_nodes=_allocation_nodes(terms, None) if terms else (),
     )
 
 
 def read_claim_full(raw: AbstractMapping[str, Any]) -> ClaimView:
     """The full reader: every field path checked, every defect a named problem."""
     reader = Reader(ref_of(raw, "ResourceClaim"))
-    meta = reader.mapping(raw.get("metadata"), "metadata")
+    meta = reader.identity(raw)
     status = reader.mapping(raw.get("status"), "status")
     allocation = reader.mapping(status.get("allocation"), "status.allocation")
     devices = reader.mapping(allocation.get("devices"), "status.allocation.devices")
@@ -139,11 +162,7 @@ def read_claim_full(raw: AbstractMapping[str, Any]) -> ClaimView:
                 consumed=consumed,
             )
         )
-    reserved = tuple(
-        str(entry["uid"])
-        for entry in reader.items(status.get("reservedFor"), "status.reservedFor")
-        if isinstance(entry, dict) and isinstance(entry.get("uid"), str)
-    )
+    reserved = _reserved_for(reader.items(status.get("reservedFor"), "status.reservedFor"), reader)
     selector = reader.mapping(allocation.get("nodeSelector"), "status.allocation.nodeSelector")
     terms = reader.items(selector.get("nodeSelectorTerms"), "status.allocation.nodeSelector.nodeSelectorTerms")
     return ClaimView(
@@ -153,6 +172,6 @@ def read_claim_full(raw: AbstractMapping[str, Any]) -> ClaimView:
         results=tuple(results),
         allocated=bool(allocation),
         reserved_for=reserved,
-        allocation_nodes=_allocation_nodes(terms),
+        allocation_nodes=_allocation_nodes(terms, reader),
         problems=tuple(reader.problems),
     )

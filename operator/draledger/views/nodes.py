@@ -23,7 +23,7 @@ class NodeView:
 
 def read_node(raw: AbstractMapping[str, Any]) -> NodeView:
     reader = Reader(ref_of(raw, "Node"))
-    meta = reader.mapping(raw.get("metadata"), "metadata")
+    meta = reader.identity(raw)
     status = reader.mapping(raw.get("status"), "status")
     allocatable = reader.quantities(status.get("allocatable"), "status.allocatable")
     ready, reason = False, "NoReadyCondition"

@@ -142,11 +142,12 @@ def _read_pod_fast(raw: AbstractMapping[str, Any]) -> PodView:
     if type(status) is not dict:
         status = fast_mapping(status)
     name = meta.get("name")
-    if not (isinstance(name, str) and name):
-        name = "<unnamed>"
+    if type(name) is not str:
+        name = fast_string(name)
+    name = name or "<unnamed>"
     namespace = meta.get("namespace")
-    if not isinstance(namespace, str):
-        namespace = ""
+    if type(namespace) is not str:
+        namespace = fast_string(namespace)
 
     references: dict[str, list[str]] = {}
     containers: list[dict[str, Quantity]] = []
@@ -302,7 +303,7 @@ def _claim_statuses_fast(status: AbstractMapping[str, Any]) -> tuple[ClaimStatus
 def read_pod_full(raw: AbstractMapping[str, Any]) -> PodView:
     """The full reader: every field path checked, every defect a named problem."""
     reader = Reader(ref_of(raw, "Pod"))
-    meta = reader.mapping(raw.get("metadata"), "metadata")
+    meta = reader.identity(raw)
     if "spec" not in raw:
         reader.bad("spec", None, "a Pod needs a spec; counted as requesting nothing")
     spec = reader.mapping(raw.get("spec"), "spec")

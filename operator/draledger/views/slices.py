@@ -24,7 +24,16 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from draledger.quantities import ZERO, Quantity, parse_quantity
-from draledger.views.problems import Bail, Problem, Reader, fast_mapping, fast_quantity, fast_string, ref_of
+from draledger.views.problems import (
+    INT64,
+    Bail,
+    Problem,
+    Reader,
+    fast_mapping,
+    fast_quantity,
+    fast_string,
+    ref_of,
+)
 
 _HUGEPAGES = re.compile(r"hugepages-(.+)")
 ONE = parse_quantity("1")
@@ -145,7 +154,7 @@ def read_slice(
     driver = reader.string(spec.get("driver"), "spec.driver")
     if not driver:
         reader.bad("spec.driver", spec.get("driver"), "a ResourceSlice needs a driver")
-    basic = str(raw.get("apiVersion", "")).endswith("/v1beta1")
+    basic = reader.string(raw.get("apiVersion"), "apiVersion").endswith("/v1beta1")
     raw_devices = spec.get("devices")
     key = devices_key(raw_devices, driver, basic) if keyed or previous is not None else None
     if previous is not None and key is not None and previous.devices_key == key and previous.name == reader.ref.name:
@@ -155,7 +164,7 @@ def read_slice(
         v137 = previous.shape == "v1.37"
     else:
         devices, device_problems, v137 = _read_devices(reader, raw_devices, driver, basic, fast)
-    meta = reader.mapping(raw.get("metadata"), "metadata")
+    meta = reader.identity(raw)
     return SliceView(
         name=reader.ref.name,
         uid=reader.string(meta.get("uid"), "metadata.uid"),
@@ -220,6 +229,8 @@ def _read_device_fast(device: AbstractMapping[str, Any], driver: str) -> DeviceV
                 if type(number) is int or (
                     number is not None and isinstance(number, int) and not isinstance(number, bool)
                 ):
+                    if not -9223372036854775808 <= number <= 9223372036854775807:  # INT64, as constants
+                        raise Bail
                     attributes[key] = number
     capacity: dict[str, Quantity] = {}
     raw_capacity = device.get("capacity")
@@ -267,7 +278,10 @@ def _read_device(reader: Reader, device: AbstractMapping[str, Any], path: str, d
     attributes: dict[str, int] = {}
     for key, value in reader.mapping(device.get("attributes"), f"{path}.attributes").items():
         if isinstance(value, dict) and isinstance(value.get("int"), int) and not isinstance(value["int"], bool):
-            attributes[key] = value["int"]
+            if value["int"] in INT64:
+                attributes[key] = value["int"]
+            else:
+                reader.bad(f"{path}.attributes.{key}.int", value["int"], "out of range: expected a 64-bit integer")
     capacity: dict[str, Quantity] = {}
     for key, value in reader.mapping(device.get("capacity"), f"{path}.capacity").items():
         value = reader.mapping(value, f"{path}.capacity.{key}")

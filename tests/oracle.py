@@ -11,7 +11,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from draledger.accounting.catalog import ClaimKey, PodKey, PoolKey
-from draledger.accounting.ledger import Flags, Ledger, compute
+from draledger.accounting.contributions import Contribution, contribution
+from draledger.accounting.footprints import Resources
+from draledger.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint, node_zone_capacity
+from draledger.accounting.sums import NodeSums
 from draledger.views import ClaimView, DeviceView, NodeView, PodView, Problem, SliceView
 
 
@@ -21,6 +24,7 @@ class NaiveCatalog:
     pods: list[PodView] = field(default_factory=list)
     claims: list[ClaimView] = field(default_factory=list)
     slices: list[SliceView] = field(default_factory=list)
+    api: str = "v1.36"
 
     # --- helpers, written for clarity ---
     def _pool_slices(self, pool: PoolKey) -> list[SliceView]:
@@ -88,6 +92,22 @@ class NaiveCatalog:
     def pods_on(self, node: str) -> Sequence[PodView]:
         on_node = [p for p in self.pods if p.node_name == node and self._counted(p)]
         return sorted(on_node, key=lambda p: (p.namespace, p.name))
+
+    # --- the derived values: computed afresh every time, with nothing kept ---
+    def node_sums(self, node: str) -> NodeSums:
+        sums = NodeSums()
+        for pod in self.pods_on(node):
+            sums.add(pod, self.api)
+        return sums
+
+    def contribution(self, claim: ClaimView, attributes: tuple[str, ...]) -> Contribution:
+        return contribution(claim, self, attributes)
+
+    def mapping_fingerprint(self, node: str) -> str:
+        return mapping_fingerprint(self, node)
+
+    def zone_capacity(self, node: str, attributes: tuple[str, ...]) -> dict[int, Resources]:
+        return node_zone_capacity(self, node, attributes)
 
 
 def naive_ledgers(catalog: NaiveCatalog, flags: Flags | None = None) -> dict[str, Ledger]:

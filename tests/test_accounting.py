@@ -7,12 +7,13 @@ from typing import Any
 import pytest
 
 from draledger import dumps
-from draledger.accounting.footprints import aggregate_containers, footprint
+from draledger.accounting.footprints import footprint
 from draledger.accounting.ledger import PHASES, Flags, Ledger, mapping_fingerprint
 from draledger.ledgers import line_figures
 from draledger.quantities import Quantity, parse_quantity
 from draledger.state import ClusterState, GenerationRegression
 from draledger.views import read_claim, read_node, read_pod, read_slice
+from draledger.views.pods import aggregate_containers
 from strategies import (
     Raw,
     claim_obj,
@@ -114,17 +115,15 @@ class TestFootprints:
 
     def test_pod_level_replaces_containers_and_claims(self) -> None:
         """Pod-level requests replace containers and DRA for that resource; others keep both; overhead is added."""
-        total = footprint(
-            ordinary={"cpu": q("2"), "memory": q("1Gi")},
-            pod_level={"cpu": q("10")},
-            overhead={"cpu": q("250m")},
-            claims={"cpu": q("8"), "memory": q("4Gi")},
-        )
+        pod = read_pod(pod_obj("p", containers=[container("a", {"cpu": "2", "memory": "1Gi"})],
+                               pod_level={"cpu": "10"}, overhead={"cpu": "250m"}))
+        total = footprint(pod, {"cpu": q("8"), "memory": q("4Gi")})
         assert {"cpu": q("10250m"), "memory": q("5Gi")} == total
 
     def test_overhead_only(self) -> None:
         """A pod with nothing but overhead is charged its overhead."""
-        assert {"memory": q("128Mi")} == footprint({}, {}, {"memory": q("128Mi")}, {})
+        pod = read_pod(pod_obj("p", overhead={"memory": "128Mi"}))
+        assert {"memory": q("128Mi")} == footprint(pod, {})
 
     def test_kep_example(self) -> None:
         """KEP-5517: ClaimA (4 cpu) used by c1 and c2, ClaimB (2 cpu) by c1, requests 1 and 2: 9 cpu."""
@@ -189,7 +188,7 @@ class TestContributions:
             pytest.param("dra.example.com/size", {"size": "4Mi"}, None, "4Mi", id="qualified-key-unqualified-consumed"),
             pytest.param("size", {"dra.example.com/size": "4Mi"}, None, "4Mi", id="unqualified-key-qualified-consumed"),
             pytest.param("size", {"other": "4Mi"}, None, "0", id="key-not-consumed-is-skipped"),
-            pytest.param("size", {"size": "16G"}, "1Gi", "17179869184G", id="decimal-consumed-keeps-its-format"),
+            pytest.param("size", {"size": "16G"}, "1Gi", "15625000Ti", id="a-large-product-prints-by-its-value"),
         ],
     )
     def test_capacity_key(
@@ -943,3 +942,90 @@ class TestPlannedStatuses:
         if case == "mapped-claim-shared":
             items.append(pod_obj("q", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]))
         assert _planned(items, "v1.36", ("t", "p")) is None
+
+
+def _resized(containers: list[Raw], statuses: list[Raw], *, infeasible: bool = False,
+             claim: bool = False) -> list[Raw]:
+    """A node, a 2-cpu core claim (when ``claim``) and a pod resized in place: its container statuses as a
+    kubelet writes them."""
+    items: list[Raw] = [node_obj("n1", allocatable={"cpu": "16"})]
+    pod = pod_obj("p", containers=containers, resource_claims=[direct("x", "c")] if claim else ())
+    pod["status"]["containerStatuses"] = statuses
+    if infeasible:
+        pod["status"]["conditions"] = [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]
+    if claim:
+        items += [cores(), core_claim("c", 0)]
+    return [*items, pod]
+
+
+def _status(name: str, actuated: str | None, allocated: str | None) -> Raw:
+    out: Raw = {"name": name}
+    if actuated is not None:
+        out["resources"] = {"requests": {"cpu": actuated}}
+    if allocated is not None:
+        out["allocatedResources"] = {"cpu": allocated}
+    return out
+
+
+def _requested(items: list[Raw], api: str) -> str:
+    state = load(*items)
+    state.set_api(api)
+    ledger = state.ledger("n1")
+    assert ledger is not None
+    return figures(ledger, "cpu")["requested"]
+
+
+class TestInPlaceResize:
+    @pytest.mark.parametrize("api", ["v1.36", "v1.37"])
+    def test_a_shrink_not_yet_actuated_still_charges_the_old_size(self, api: str) -> None:
+        """Spec 1 cpu, allocated 1, still running with 4: the scheduler charges 4 until the kubelet actuates."""
+        items = _resized([container("a", {"cpu": "1"})], [_status("a", "4", "1")])
+        assert "4" == _requested(items, api)
+
+    @pytest.mark.parametrize("api", ["v1.36", "v1.37"])
+    def test_a_growth_counts_at_once(self, api: str) -> None:
+        """Spec 3 (resized up), allocated 3, actuated 1: 3."""
+        assert "3" == _requested(_resized([container("a", {"cpu": "3"})], [_status("a", "1", "3")]), api)
+
+    @pytest.mark.parametrize("api", ["v1.36", "v1.37"])
+    def test_an_infeasible_resize_leaves_the_spec_out(self, api: str) -> None:
+        """PodResizePending=Infeasible: max(actuated, allocated) only; the spec's 8 does not count."""
+        items = _resized([container("a", {"cpu": "8"})], [_status("a", "1", "2")], infeasible=True)
+        assert "2" == _requested(items, api)
+
+    @pytest.mark.parametrize(("api", "expected"), [("v1.36", "6"), ("v1.37", "4")])
+    def test_the_claims_are_added_per_release(self, api: str, expected: str) -> None:
+        """Shrunk from 4 to 1 with a 2-cpu claim: v1.36 adds the claim to max(1, 4, 1) = 6; v1.37 takes
+        max(1 + 2, 4, 1 + 2) = 4 (the actuated aggregate holds no claim)."""
+        items = _resized([container("a", {"cpu": "1"}, claims=["x"])], [_status("a", "4", "1")], claim=True)
+        assert expected == _requested(items, api)
+
+    @pytest.mark.parametrize(("api", "expected"), [("v1.36", "6"), ("v1.37", "4")])
+    def test_two_containers_resized_apart_differ_by_release(self, api: str, expected: str) -> None:
+        """a: 3 → 1 (actuated 3), b: 1 → 3 (actuated 1, allocated 2). v1.36 takes each container's max: 3 + 3;
+        v1.37 the max of the aggregates: spec 4, actuated 4, allocated 3."""
+        items = _resized([container("a", {"cpu": "1"}), container("b", {"cpu": "3"})],
+                         [_status("a", "3", "1"), _status("b", "1", "2")])
+        assert expected == _requested(items, api)
+
+    def test_the_release_is_detected_from_the_objects(self) -> None:
+        """A dump with a v1.37-shaped slice follows v1.37's rules; one without, v1.36's."""
+        items = _resized([container("a", {"cpu": "1"}, claims=["x"])], [_status("a", "4", "1")], claim=True)
+        loaded = dumps.Loaded()
+        dumps.load_items(items, "dump", loaded)
+        assert "v1.36" == loaded.state.api
+        overhead = slice_obj("o", devices=[device("o", v137={"memory": {"overhead": {"perPod": "1Mi"}}})])
+        dumps.load_items([overhead], "dump", loaded)
+        assert "v1.37" == loaded.state.api
+
+
+class TestClaimReferences:
+    def test_a_container_naming_a_claim_twice_is_listed_twice_in_v136(self) -> None:
+        """scheduler v1.36 lists a container once per reference; v1.37's API refuses that, so once there."""
+        pod = pod_obj("p", resource_claims=[direct("x", "c")], containers=[
+            {"name": "a", "image": "x", "resources": {"claims": [{"name": "x", "request": "r0"},
+                                                                 {"name": "x", "request": "r1"}]}},
+            container("b", claims=["x"])])
+        items = [NODE, cores(), core_claim("c", 0, 1), pod]
+        assert ["a", "a", "b"] == _planned(items, "v1.36", ("t", "p"))[0]["containers"]
+        assert ["a", "b"] == _planned(items, "v1.37", ("t", "p"))[0]["containers"]

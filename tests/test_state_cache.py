@@ -17,6 +17,7 @@ from draledger.audit import ledgers_of
 from draledger.ledgers import status_json, status_of
 from draledger.state import ClusterState, GenerationRegression
 from draledger.views import PodView, read_claim, read_node, read_pod, read_slice
+from oracle import NaiveCatalog
 from strategies import (
     Raw,
     claim_obj,
@@ -53,8 +54,10 @@ def printed(ledger: Ledger) -> dict[str, Any]:
 
 
 def from_scratch(state: ClusterState, node: str, flags: Flags) -> Ledger:
-    view = state.nodes[node]
-    return compute(view, state, flags)  # no cached values: everything recomputed from the indexes
+    """The node's ledger over the naive catalog of the same views: no index, no sum, no cache."""
+    catalog = NaiveCatalog(list(state.nodes.values()), list(state.pods.values()), list(state.claims.values()),
+                           list(state.slices.values()), state.api)
+    return compute(state.nodes[node], catalog, flags)
 
 
 def cached(state: ClusterState, node: str, flags: Flags | None = None) -> Ledger:
@@ -270,8 +273,8 @@ def memory_figures(ledger: Ledger) -> tuple[str, str]:
 
 
 class TestRunningSums:
-    """The per-node sums (accounting.sums) stand for the pods the ledger pass no longer visits: the figures
-    and their formats (the first pod's, by namespace/name) equal a pass over every pod."""
+    """The per-node sums (accounting.sums) stand for the pods the ledger no longer visits: the figures equal
+    a pass over every pod."""
 
     def state_with(self, *pods: tuple[str, str]) -> ClusterState:
         state = ClusterState()
@@ -285,24 +288,24 @@ class TestRunningSums:
         assert printed(ledger) == printed(from_scratch(state, "n1", Flags()))
         return ledger
 
-    def test_one_format_is_kept(self) -> None:
+    def test_one_notation(self) -> None:
         state = self.state_with(("p1", "1Gi"), ("p2", "512Mi"))
         assert memory_figures(self.agrees(state)) == ("1536Mi", "1536Mi")
 
-    def test_mixed_formats_take_the_first_pods(self) -> None:
+    def test_mixed_notations_print_by_their_sum(self) -> None:
         state = self.state_with(("p1", "1024M"), ("p2", "1Gi"))
-        assert memory_figures(self.agrees(state)) == ("2097741824", "2097741824")  # DecimalSI, p1's
+        assert memory_figures(self.agrees(state)) == ("2048576Ki", "2048576Ki")
         state.delete_pod(("t", "p1"))
         assert memory_figures(self.agrees(state)) == ("1Gi", "1Gi")
         state.upsert_pod(read_pod(pod_obj("p0", containers=[container("app", {"memory": "512Mi"})])))
         assert memory_figures(self.agrees(state)) == ("1536Mi", "1536Mi")
         state.upsert_pod(read_pod(pod_obj("p0", containers=[container("app", {"memory": "1024M"})])))  # resize
-        assert memory_figures(self.agrees(state)) == ("2097741824", "2097741824")
+        assert memory_figures(self.agrees(state)) == ("2048576Ki", "2048576Ki")
         state.upsert_pod(read_pod(pod_obj("p3", containers=[container("app", {"memory": "1024M"})])))
         state.delete_pod(("t", "p0"))  # p2 (binary) is first again, p3's decimal term stays
         assert memory_figures(self.agrees(state)) == ("2048576Ki", "2048576Ki")
 
-    def test_a_claim_pods_footprint_can_decide_the_format(self) -> None:
+    def test_a_claim_pods_footprint_is_summed(self) -> None:
         state = self.state_with(("p2", "1024M"))
         gpu_node(state, "8Gi")
         state.upsert_claim(read_claim(claim_obj("c1", results=[result("gpu-0")])))
@@ -336,6 +339,6 @@ class TestRunningSums:
         state = self.state_with(("p1", "1Gi"))
         state.upsert_pod(read_pod(pod_obj("p1", containers=[container("app", {"cpu": "1"})])))
         assert memory_figures(self.agrees(state)) == ("0", "0")  # the node's allocatable keeps the line
-        assert "memory" not in state._sums["n1"].claimless
+        assert 0 == state.node_sums("n1").claimless.get("memory", 0)
         state.delete_pod(("t", "p1"))
         assert str(self.agrees(state).resources["cpu"].requested) == "0"

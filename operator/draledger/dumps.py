@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from draledger.state import ClusterState, GenerationRegression
-from draledger.views import Problem, read_claim, read_node, read_pod, read_slice
+from draledger.views import Problem
 from draledger.views.problems import ObjectRef, show
 
 MAX_DEPTH = 100  # a Kubernetes List nests a few dozen levels at most (a pod's affinity terms: 13)
@@ -39,7 +39,7 @@ MIN_BUDGET = 100_000  # ... or up to this many values, for short files
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 
 
-READERS = {"Node": "node", "Pod": "pod", "ResourceSlice": "slice", "ResourceClaim": "claim"}
+READERS = {"Node": "nodes", "Pod": "pods", "ResourceSlice": "resourceslices", "ResourceClaim": "resourceclaims"}
 IGNORED_KINDS = frozenset(
     {"DeviceClass", "ResourceClaimTemplate", "Namespace", "Event", "NodeAllocatableLedger"}
 )
@@ -220,20 +220,11 @@ def load_items(items: Iterable[Any], source: str, loaded: Loaded) -> None:
             if kind not in IGNORED_KINDS:
                 loaded.problems.append(Problem("UnknownKind", f"{where} has kind {show(kind)}; ignored"))
             continue
-        if reader == "node":
-            state.upsert_node(read_node(item))
-        elif reader == "pod":
-            state.upsert_pod(read_pod(item))
-        elif reader == "claim":
-            state.upsert_claim(read_claim(item))
-        else:
-            view = read_slice(item)
-            try:
-                state.upsert_slice(view)
-            except GenerationRegression as error:
-                loaded.problems.append(
-                    Problem("GenerationRegression", str(error), ObjectRef("ResourceSlice", view.name))
-                )
+        try:
+            state.apply(reader, None, item)
+        except GenerationRegression as error:
+            loaded.problems.append(Problem("GenerationRegression", str(error), ObjectRef("ResourceSlice", error.name)))
+    state.detect_api()
 
 
 def load_paths(paths: Iterable[str]) -> Loaded:

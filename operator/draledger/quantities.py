@@ -1,37 +1,38 @@
-"""Exact Kubernetes quantities: parsing, arithmetic and canonical formatting.
+"""Exact Kubernetes quantities as scaled integers: parsing, arithmetic, and one notation for output.
 
-Rules (from k8s.io/apimachinery/pkg/api/resource):
+Rules (from k8s.io/apimachinery/pkg/api/resource, unless said otherwise):
 1. A quantity is ``<sign><digits>[.<digits>][<suffix>]`` where the suffix is a binary SI suffix (Ki..Ei),
    a decimal SI suffix (n, u, m, "", k, M, G, T, P, E) or a decimal exponent (``e3``, ``E-2``).
-2. Values are exact decimals, rounded *up* (away from zero) to the nano, like ParseQuantity does.
-3. Every quantity remembers its format; arithmetic keeps the left operand's format, except that a zero
-   with no format takes the other's (Quantity.Add does the same).
-4. Canonical formatting is kube-apiserver's: BinarySI only for exact integers of magnitude >= 1024,
-   otherwise DecimalSI with the smallest suffix that keeps the mantissa an integer (``9600m``, ``8Gi``).
+2. A value is a whole number of nano-units (``Quantity.nanos``), rounded *up* (away from zero) to the nano,
+   as ParseQuantity rounds. Sums and differences are exact integer arithmetic; a product (consumed capacity
+   × multiplier) is rounded away from zero to the nano again.
+3. A quantity keeps no notation: the output notation is chosen once, when it is printed, by one rule (the
+   project's, stated in docs/accounting.md): a whole number of at least 1Mi that is a whole number of Ki is
+   written in binary notation (``8Gi``, ``1500Mi``) when that is shorter than the decimal one; every other
+   value in decimal notation with the largest suffix that keeps the mantissa whole (``9600m``, ``2G``,
+   ``100M``). kube-apiserver stores what it is sent and prints it in the notation it was given, so two
+   equal values may print differently there; here, equal values always print alike.
+4. Fit is judged in kube-scheduler's integer units: millicores for cpu, whole units otherwise, each rounded
+   up (``Quantity.MilliValue`` / ``Value``).
 
-Never: floats. A float that arrives from a YAML parser is read through its ``repr``, i.e. as the text
-the user wrote, never through binary arithmetic.
+Never: floats. A float that arrives from a YAML parser is read through its ``repr``, i.e. as the text the
+user wrote, never through binary arithmetic.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
-from enum import Enum
+from decimal import Context, Decimal, InvalidOperation
 from typing import Final
 
-__all__ = ["EXACT", "PARSED", "ZERO", "Format", "Quantity", "QuantityError", "parse_quantity"]
+__all__ = ["NANO", "ZERO", "Quantity", "QuantityError", "format_nanos", "parse_quantity", "scheduler_units"]
+
+NANO: Final = 10**9
 
 
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
-
-
-class Format(Enum):
-    DECIMAL_SI = "DecimalSI"
-    BINARY_SI = "BinarySI"
-    DECIMAL_EXPONENT = "DecimalExponent"
 
 
 _BINARY: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
@@ -42,160 +43,128 @@ _GRAMMAR: Final = re.compile(
     r"(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
     r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?[0-9]+)|(?P<dec>[numkMGTPE]?))\Z"  # \Z: "1\n" is no quantity
 )
-_NANO: Final = Decimal("1e-9")
-# Enough digits for any quantity kube-apiserver accepts (it caps at 2^63-1 nano-units per int64 path,
-# and its inf.Dec path is arbitrary precision): products of two such values stay exact.
-_CTX: Final = Context(prec=120)
-# + and − call it directly (no localcontext); so do running sums of raw values (accounting.sums). Its flags
-# are never read.
-EXACT: Final = _CTX.copy()
+_CTX: Final = Context(prec=4200)  # parsing only: enough digits for any text below the readers' range bound
+_MEBI: Final = 1 << 20
 
 
-def _round_to_nano(value: Decimal) -> Decimal:
-    """Round away from zero to a whole number of nano-units (ParseQuantity's inf.RoundUp)."""
-    if value == value.to_integral_value() or value.as_tuple().exponent >= -9:  # type: ignore[operator]
-        return value
-    with localcontext(_CTX):
-        rounding = ROUND_CEILING if value > 0 else ROUND_FLOOR
-        return value.quantize(_NANO, rounding=rounding)
+def _away(numerator: int, denominator: int) -> int:
+    """numerator / denominator rounded away from zero (denominator > 0)."""
+    quotient, remainder = divmod(abs(numerator), denominator)
+    if remainder:
+        quotient += 1
+    return quotient if numerator >= 0 else -quotient
 
 
 class Quantity:
-    """An exact, immutable Kubernetes quantity."""
+    """An exact, immutable quantity: a whole number of nano-units."""
 
-    __slots__ = ("fmt", "value")
+    __slots__ = ("nanos",)
 
-    value: Decimal
-    fmt: Format | None  # None only for the neutral ZERO
+    nanos: int
 
-    def __init__(self, value: Decimal | int, fmt: Format | None = Format.DECIMAL_SI) -> None:
-        object.__setattr__(self, "value", _round_to_nano(Decimal(value)))
-        object.__setattr__(self, "fmt", fmt)
+    def __init__(self, nanos: int) -> None:
+        object.__setattr__(self, "nanos", nanos)
+
+    @classmethod
+    def of(cls, units: int | str) -> Quantity:
+        """A whole number of units, or a quantity text (tests, defaults)."""
+        return parse_quantity(units) if isinstance(units, str) else cls(units * NANO)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Quantity is immutable")
 
-    # --- arithmetic: exact; the result keeps the left operand's format (Quantity.Add) ---
+    @property
+    def value(self) -> Decimal:
+        """The value as an exact Decimal (for people and metrics, at the edge)."""
+        return Decimal(self.nanos).scaleb(-9)
+
     def __add__(self, other: Quantity) -> Quantity:
-        return _exact(EXACT.add(self.value, other.value), self.fmt if self.fmt is not None else other.fmt)
+        return Quantity(self.nanos + other.nanos)
 
     def __sub__(self, other: Quantity) -> Quantity:
-        return _exact(EXACT.subtract(self.value, other.value), self.fmt if self.fmt is not None else other.fmt)
+        return Quantity(self.nanos - other.nanos)
 
     def __neg__(self) -> Quantity:
-        return Quantity(-self.value, self.fmt)
+        return Quantity(-self.nanos)
 
     def times(self, factor: Quantity | int) -> Quantity:
-        """``self × factor``, in self's format (NewDecimalQuantity(product, consumed.Format))."""
-        other = factor.value if isinstance(factor, Quantity) else Decimal(factor)
-        with localcontext(_CTX):
-            return Quantity(self.value * other, self.fmt)
+        """``self × factor``: a whole count exactly, another quantity rounded away from zero to the nano."""
+        if isinstance(factor, Quantity):
+            return Quantity(_away(self.nanos * factor.nanos, NANO))
+        return Quantity(self.nanos * factor)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Quantity) and self.value == other.value
+        return isinstance(other, Quantity) and self.nanos == other.nanos
 
     def __lt__(self, other: Quantity) -> bool:
-        return self.value < other.value
+        return self.nanos < other.nanos
 
     def __le__(self, other: Quantity) -> bool:
-        return self.value <= other.value
+        return self.nanos <= other.nanos
 
     def __gt__(self, other: Quantity) -> bool:
-        return self.value > other.value
+        return self.nanos > other.nanos
 
     def __ge__(self, other: Quantity) -> bool:
-        return self.value >= other.value
+        return self.nanos >= other.nanos
 
     def __hash__(self) -> int:
-        return hash(self.value)
+        return hash(self.nanos)
 
     def __bool__(self) -> bool:
-        return bool(self.value)
+        return bool(self.nanos)
 
     def __repr__(self) -> str:
         return f"Quantity({str(self)!r})"
 
     def __str__(self) -> str:
-        return self.canonical()
+        return format_nanos(self.nanos)
 
     def max(self, other: Quantity) -> Quantity:
-        return other if other.value > self.value else self
-
-    def canonical(self) -> str:
-        """The string kube-apiserver prints for this quantity (Quantity.CanonicalizeBytes)."""
-        value = self.value
-        if not value:
-            return "0"
-        fmt = self.fmt or Format.DECIMAL_SI
-        if fmt is Format.BINARY_SI:
-            if abs(value) < 1024 or value != value.to_integral_value():
-                fmt = Format.DECIMAL_SI
-            else:
-                return _base1024(int(value))
-        return _base1000(value, fmt)
+        return other if other.nanos > self.nanos else self
 
 
-def _exact(value: Decimal, fmt: Format | None) -> Quantity:
-    """``Quantity(value, fmt)`` for the result of an operation in ``EXACT``, without the copy and checks.
-
-    The sum or difference of two nano-exact values is nano-exact (its exponent is the smaller of the
-    operands', so never below -9), and ``_round_to_nano`` would return it unchanged: skip it then. Any
-    other result goes through ``_round_to_nano`` as the constructor would send it.
-    """
-    exponent = value.as_tuple().exponent
-    if not (isinstance(exponent, int) and exponent >= -9):
-        value = _round_to_nano(value)
-    quantity = object.__new__(Quantity)
-    _set(quantity, "value", value)
-    _set(quantity, "fmt", fmt)
-    return quantity
+def format_nanos(nanos: int) -> str:
+    """The output notation of rule 3."""
+    if not nanos:
+        return "0"
+    decimal = _decimal(nanos)
+    if nanos % NANO == 0:
+        whole = nanos // NANO
+        if abs(whole) >= _MEBI and whole % 1024 == 0:
+            binary = _binary(whole)
+            if len(binary) < len(decimal):
+                return binary
+    return decimal
 
 
-_set: Final = object.__setattr__
-
-
-def _base1024(number: int) -> str:
+def _binary(number: int) -> str:
+    sign, number = ("-", -number) if number < 0 else ("", number)
     exponent = 0
     while number % 1024 == 0 and exponent < 60:
         number //= 1024
         exponent += 10
-    return f"{number}{_BINARY_BY_EXP.get(exponent, '')}"
+    return f"{sign}{number}{_BINARY_BY_EXP[exponent]}"
 
 
-def _base1000(value: Decimal, fmt: Format) -> str:
-    sign, digits, exp = value.normalize(_CTX).as_tuple()
-    assert isinstance(exp, int)
-    mantissa = int("".join(map(str, digits)))
-    # Bring the exponent down to a multiple of 3 (keeps the mantissa an integer) ...
-    shift = exp % 3
-    mantissa *= 10**shift
-    exp -= shift
-    # ... and fold whole thousands into the suffix, as AsCanonicalBytes does.
-    while mantissa and mantissa % 1000 == 0:
+def _decimal(nanos: int) -> str:
+    sign, mantissa = ("-", -nanos) if nanos < 0 else ("", nanos)
+    exponent = -9
+    while mantissa % 1000 == 0 and exponent < 18:
         mantissa //= 1000
-        exp += 3
-    prefix = "-" if sign else ""
-    if fmt is Format.DECIMAL_EXPONENT:
-        return f"{prefix}{mantissa}" + (f"e{exp}" if exp else "")
-    if exp > 18:  # beyond exa: kube-apiserver pads the mantissa with zeros
-        return f"{prefix}{mantissa * 10 ** (exp - 18)}E"
-    if exp < -9:  # cannot happen after nano rounding; kept for totality
-        raise AssertionError(f"sub-nano quantity {value}")
-    return f"{prefix}{mantissa}{_DECIMAL_BY_EXP[exp]}"
+        exponent += 3
+    return f"{sign}{mantissa}{_DECIMAL_BY_EXP[exponent]}"
 
 
-ZERO: Final = Quantity(0, None)
-
+ZERO: Final = Quantity(0)
 _CACHE: dict[str, Quantity] = {}
-# Read-only for callers: text -> what parse_quantity(text) returned (a fast path for hot readers).
-PARSED: Final[dict[str, Quantity]] = _CACHE
 
 
 def parse_quantity(raw: object) -> Quantity:
     """Parse a quantity as kube-apiserver does; raise QuantityError on anything it would reject.
 
-    Integers (JSON numbers) are accepted, as Quantity.UnmarshalJSON accepts them. Parsed strings are
-    cached: dumps repeat the same few strings ("100m", "1Gi") thousands of times.
+    Integers (JSON numbers) are accepted, as Quantity.UnmarshalJSON accepts them. Parsed strings are cached:
+    dumps repeat the same few strings ("100m", "1Gi") thousands of times.
     """
     if isinstance(raw, str):
         cached = _CACHE.get(raw)
@@ -207,7 +176,9 @@ def parse_quantity(raw: object) -> Quantity:
         return quantity
     if isinstance(raw, bool) or raw is None:
         raise QuantityError(f"{raw!r} is not a quantity")
-    if isinstance(raw, int | Decimal):
+    if isinstance(raw, int):
+        return Quantity(raw * NANO)
+    if isinstance(raw, Decimal):
         return _parse_text(str(raw))
     if isinstance(raw, float):
         return _parse_text(repr(raw))
@@ -218,22 +189,31 @@ def _parse_text(text: str) -> Quantity:
     match = _GRAMMAR.match(text)
     if match is None:
         raise QuantityError(f"{text!r} is not a quantity (expected e.g. 100m, 1.5Gi, 2e3, 8)")
-    number = Decimal(match["num"])
+    try:
+        number = Decimal(match["num"])
+    except InvalidOperation:  # pragma: no cover - the grammar admits only decimal numbers
+        raise QuantityError(f"{text!r} is not a quantity") from None
     if match["bin"] is not None:
-        return Quantity(number * (1 << _BINARY[match["bin"]]), Format.BINARY_SI)
-    if match["exp"] is not None:
-        exponent = int(match["exp"][1:])
-        if abs(exponent) > 1000:
-            raise QuantityError(f"{text!r}: exponent out of range")
-        return Quantity(number.scaleb(exponent, _CTX), Format.DECIMAL_EXPONENT)
-    return Quantity(number.scaleb(_DECIMAL[match["dec"]], _CTX), Format.DECIMAL_SI)
+        scaled, binary = number.scaleb(9, _CTX), 1 << _BINARY[match["bin"]]
+    else:
+        if match["exp"] is not None:
+            exponent = int(match["exp"][1:])
+            if abs(exponent) > 1000:
+                raise QuantityError(f"{text!r}: exponent out of range")
+        else:
+            exponent = _DECIMAL[match["dec"]]
+        scaled, binary = number.scaleb(exponent + 9, _CTX), 1
+    sign, digits, exp = scaled.as_tuple()
+    assert isinstance(exp, int)
+    mantissa = int("".join(map(str, digits))) * binary
+    magnitude = mantissa * 10**exp if exp >= 0 else _away(mantissa, 10**-exp)
+    return Quantity(-magnitude if sign else magnitude)
 
 
 def scheduler_units(name: str, quantity: Quantity) -> int:
     """The quantity in kube-scheduler's integer unit for the resource: millicores for cpu, units (bytes) for
     the rest, rounded up (``Quantity.MilliValue`` and ``Quantity.Value`` round up: framework.Resource.Add)."""
-    value = quantity.value * 1000 if name == "cpu" else quantity.value
-    return int(value.to_integral_value(rounding=ROUND_CEILING))
+    return -((-quantity.nanos) // (10**6 if name == "cpu" else NANO))
 
 
 def units_of(amounts: Mapping[str, Quantity]) -> dict[str, int]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 from xml.sax.saxutils import escape, quoteattr
 
-from draledger.quantities import Quantity, QuantityError, parse_quantity
+from draledger.quantities import ZERO, Quantity, QuantityError, parse_quantity
 
 __all__ = ["COMPACT_ABOVE", "PHASE_COLOURS", "WARNING", "render_svg", "write_svg"]
 
@@ -80,7 +80,7 @@ class _Line:
     def ordinary(self) -> Quantity:
         """The part of ``requested`` that is not DRA claims (never negative)."""
         rest = self.requested - self.claims
-        return rest if rest.value > 0 else Quantity(0, self.requested.fmt)
+        return rest if rest.value > 0 else ZERO
 
     @property
     def free(self) -> Quantity:

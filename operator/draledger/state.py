@@ -2,9 +2,8 @@
 
 Rules:
 1. An update is remove(the stored old view) + add(the new view), using what was stored, never re-derived
-   from the incoming object (kube-scheduler's NodeInfo does the same). A counted pod that stays counted on
-   its node, with the same claims, takes a shorter path to the same indexes: its sums move by the
-   difference, its claim indexes stand.
+   from the incoming object (kube-scheduler's NodeInfo does the same). A pod that keeps its node and its
+   claims leaves the claim indexes as they are.
 2. Every mutation returns the set of node names whose ledger may have changed; ``ledger(node)`` recomputes
    one node from the indexes, touching only that node's pods, claims and pools.
 3. A ResourceSlice update whose pool generation is older than the one stored for the same slice is
@@ -14,21 +13,36 @@ Rules:
    per node and dropped by every upsert or delete of a slice in a pool the node has slices of; a claim's
    contribution is cached per claim and dropped by a change of the claim or of a pool it has results in.
 6. Each node keeps running sums of its counted pods' claim-free footprints (``accounting.sums.NodeSums``),
-   updated by every pod add, change and removal: a ledger pass visits only the pods the sums cannot stand
-   for (claims, claim statuses, problems), and gives what a pass over every pod gives, formats included.
+   updated by every pod add, change and removal: a ledger visits only the pods the sums cannot stand for
+   (claims, claim statuses, problems). The sums follow ``api``'s rules; ``set_api`` recounts them.
+7. ``apply(kind, event_type, body)`` is the one entry for raw objects of the four kinds (a watch event, or
+   an item of a dump): it reads the body and upserts or deletes the view.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from draledger.accounting.catalog import ClaimKey, PodKey, PoolKey
 from draledger.accounting.contributions import Contribution, contribution
 from draledger.accounting.footprints import Resources
 from draledger.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint, node_zone_capacity
 from draledger.accounting.sums import NodeSums
-from draledger.views import ClaimView, DeviceView, NodeView, PodView, Problem, SliceView
+from draledger.views import (
+    ClaimView,
+    DeviceView,
+    NodeView,
+    PodView,
+    Problem,
+    SliceView,
+    read_claim,
+    read_node,
+    read_pod,
+    read_slice,
+)
+from draledger.views.slices import DeviceMemo
 
 Dirty = set[str]
 _NO_PODS = NodeSums()  # a node without counted pods (only ever read)
@@ -36,6 +50,10 @@ _NO_PODS = NodeSums()  # a node without counted pods (only ever read)
 
 class GenerationRegression(Exception):
     """A ResourceSlice arrived with an older pool generation than one already seen for it."""
+
+    def __init__(self, message: str, name: str = "") -> None:
+        super().__init__(message)
+        self.name = name
 
 
 @dataclass(slots=True)
@@ -85,7 +103,8 @@ def _claim_keys(pod: PodView) -> frozenset[ClaimKey]:
 class ClusterState:
     """Implements ``accounting.catalog.Catalog`` over incrementally maintained indexes."""
 
-    def __init__(self) -> None:
+    def __init__(self, api: str = "v1.36") -> None:
+        self.api = api
         self.nodes: dict[str, NodeView] = {}
         self.pods: dict[PodKey, PodView] = {}
         self.claims: dict[ClaimKey, ClaimView] = {}
@@ -120,37 +139,33 @@ class ClusterState:
         pod_key = pod.key  # one tuple, shared by every index
         node = pod.node_name
         old = self.pods.get(pod_key)
-        if old is not None and old.node_name == node and pod.counted and old.counted:
-            # The common update: a counted pod stays on its node (a resize, a status change), with the
-            # claims it had. The same as delete + add below, without the claim bookkeeping: the claim
-            # indexes (consumers, their sorted tuples) stand; re-inserted so the indexes keep the new view's
-            # key tuple and ``pods`` keeps the order delete + add gives it.
-            keys = self._pod_claims.get(pod_key)
-            if (keys == _claim_keys(pod)) if pod.claims else keys is None:
-                del self.pods[pod_key]
-                self.pods[pod_key] = pod
-                on_node = self._pods_by_node[node]
-                del on_node[pod_key]
-                on_node[pod_key] = pod
-                self._sums[node].replace(old, pod)
-                return {node} if keys is None else self._consumer_nodes(keys, {node})
+        keys = _claim_keys(pod) if pod.claims else None
+        if old is not None and old.counted and pod.counted and old.node_name == node and (
+            self._pod_claims.get(pod_key) == keys
+        ):
+            # The common update (a resize, a status change): the pod keeps its node and its claims, so the
+            # claim indexes stand; its sums move from the old view's footprint to the new one's.
+            self.pods[pod_key] = pod
+            self._pods_by_node[node][pod_key] = pod
+            sums = self._sums[node]
+            sums.remove(old, self.api)
+            sums.add(pod, self.api)
+            return {node} if keys is None else self._consumer_nodes(keys, {node})
         dirty = self.delete_pod(pod_key)
         self.pods[pod_key] = pod
         if pod.counted:
             self._pods_by_node.setdefault(node, {})[pod_key] = pod
-            sums = self._sums.get(node)
-            if sums is None:
-                sums = self._sums[node] = NodeSums()
-            sums.add(pod)
+            found = self._sums.get(node)
+            if found is None:
+                found = self._sums[node] = NodeSums()
+            found.add(pod, self.api)
             dirty.add(node)
-            if pod.claims:
-                keys = _claim_keys(pod)
-                if keys:  # most pods have no claim: store nothing for them
-                    self._pod_claims[pod_key] = keys
-                    for key in keys:
-                        self._consumers.setdefault(key, set()).add(pod_key)
-                        self._consumers_sorted.pop(key, None)
-                    self._consumer_nodes(keys, dirty)
+            if keys:  # most pods have no claim: store nothing for them
+                self._pod_claims[pod_key] = keys
+                for key in keys:
+                    self._consumers.setdefault(key, set()).add(pod_key)
+                    self._consumers_sorted.pop(key, None)
+                self._consumer_nodes(keys, dirty)
         return dirty
 
     def delete_pod(self, key: PodKey) -> Dirty:
@@ -159,7 +174,7 @@ class ClusterState:
             return set()
         on_node = self._pods_by_node.get(old.node_name, {})
         on_node.pop(key, None)
-        self._sums[old.node_name].remove(old)
+        self._sums[old.node_name].remove(old, self.api)
         if not on_node:
             self._pods_by_node.pop(old.node_name, None)
             del self._sums[old.node_name]
@@ -207,7 +222,8 @@ class ClusterState:
         if old is not None and old.pool_key == view.pool_key and view.generation < old.generation:
             raise GenerationRegression(
                 f"ResourceSlice {view.name}: pool {view.driver}/{view.pool} generation {view.generation} "
-                f"is older than the stored {old.generation}; ignored"
+                f"is older than the stored {old.generation}; ignored",
+                view.name,
             )
         dirty = self.delete_slice(view.name)
         self.slices[view.name] = view
@@ -314,37 +330,87 @@ class ClusterState:
         pods = self._pods_by_node.get(node)
         return [pods[k] for k in sorted(pods)] if pods else []
 
+    def node_sums(self, node: str) -> NodeSums:
+        return self._sums.get(node) or _NO_PODS
+
+    # ----- derived values, cached (rule 5) -----
+    def contribution(self, claim: ClaimView, attributes: tuple[str, ...]) -> Contribution:
+        hit = self._contributions.get(claim.key)
+        if hit is not None and hit[0] is claim and hit[1] == attributes:
+            return hit[2]
+        found = contribution(claim, self, attributes)
+        self._contributions[claim.key] = (claim, attributes, found)
+        return found
+
+    def _derived_of(self, node: str) -> _SliceDerived:
+        derived = self._derived.get(node)
+        if derived is None:
+            derived = self._derived[node] = _SliceDerived()
+        return derived
+
+    def mapping_fingerprint(self, node: str) -> str:
+        derived = self._derived_of(node)
+        if derived.fingerprint is None:
+            derived.fingerprint = mapping_fingerprint(self, node)
+        return derived.fingerprint
+
+    def zone_capacity(self, node: str, attributes: tuple[str, ...]) -> dict[int, Resources]:
+        derived = self._derived_of(node)
+        if derived.capacity is None or derived.attributes != attributes:
+            derived.capacity = node_zone_capacity(self, node, attributes)
+            derived.attributes = attributes
+        return derived.capacity
+
+    # ----- raw objects and the rules' release -----
+    def apply(
+        self, kind: str, event_type: str | None, body: Mapping[str, Any], memo: DeviceMemo | None = None
+    ) -> Dirty:
+        """One raw object of ``kind`` (nodes, pods, resourceclaims, resourceslices) upserted, or deleted for
+        ``event_type == "DELETED"`` (by name; the view is not read). ``GenerationRegression`` from slices."""
+        if event_type == "DELETED":
+            meta = body.get("metadata")
+            meta = meta if isinstance(meta, dict) else {}
+            name = meta["name"] if isinstance(meta.get("name"), str) else ""
+            namespace = meta["namespace"] if isinstance(meta.get("namespace"), str) else ""
+            if kind == "pods":
+                return self.delete_pod((namespace, name))
+            if kind == "resourceclaims":
+                return self.delete_claim((namespace, name))
+            if kind == "nodes":
+                return self.delete_node(name)
+            if memo is not None:
+                memo.forget(name)
+            return self.delete_slice(name)
+        if kind == "pods":
+            return self.upsert_pod(read_pod(body))
+        if kind == "resourceclaims":
+            return self.upsert_claim(read_claim(body))
+        if kind == "nodes":
+            return self.upsert_node(read_node(body))
+        return self.upsert_slice(read_slice(body, memo))
+
+    def detect_api(self) -> Dirty:
+        """The release whose rules apply, from what the objects show: v1.37 once a slice uses
+        ``nodeAllocatableResources`` or a pod status the ``mapping``/``overhead`` shape; else v1.36."""
+        v137 = any(s.shape == "v1.37" for s in self.slices.values()) or any(
+            s.shape == "v1.37" for pod in self.pods.values() for s in pod.claim_statuses or ()
+        )
+        return self.set_api("v1.37" if v137 else "v1.36")
+
+    def set_api(self, api: str) -> Dirty:
+        """Follow ``api``'s rules from now on: the running sums are recounted (every node is dirty)."""
+        if api == self.api:
+            return set()
+        self.api = api
+        for node, pods in self._pods_by_node.items():
+            sums = self._sums[node] = NodeSums()
+            for pod in pods.values():
+                sums.add(pod, api)
+        return set(self.nodes)
+
     # ----- results -----
     def ledger(self, node: str, flags: Flags | None = None) -> Ledger | None:
         view = self.nodes.get(node)
         if view is None:
             return None
-        flags = flags or Flags()
-        derived = self._derived.get(node)
-        if derived is None:
-            derived = self._derived[node] = _SliceDerived()
-        if derived.fingerprint is None:
-            derived.fingerprint = mapping_fingerprint(self, node)
-        if derived.capacity is None or derived.attributes != flags.numa_attributes:
-            derived.capacity = node_zone_capacity(self, node, flags.numa_attributes)
-            derived.attributes = flags.numa_attributes
-        attributes = flags.numa_attributes
-        cache = self._contributions
-
-        def contribution_of(claim: ClaimView) -> Contribution:
-            hit = cache.get(claim.key)
-            if hit is not None and hit[0] is claim and hit[1] == attributes:
-                return hit[2]
-            found = contribution(claim, self, attributes)
-            cache[claim.key] = (claim, attributes, found)
-            return found
-
-        return compute(
-            view,
-            self,
-            flags,
-            fingerprint=derived.fingerprint,
-            capacity=derived.capacity,
-            contribution_of=contribution_of,
-            sums=self._sums.get(node) or _NO_PODS,
-        )
+        return compute(view, self, flags or Flags())

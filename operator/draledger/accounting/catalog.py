@@ -1,15 +1,20 @@
 """What the accounting of one node may ask about the rest of the cluster.
 
 Both the incremental ``ClusterState`` and the tests' naive oracle implement this protocol, so the rules in
-``ledger.py`` are written once.
+``ledger.py`` are written once; the last four methods are the derived values a catalog may keep.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from draledger.views import ClaimView, DeviceView, PodView, Problem
+
+if TYPE_CHECKING:
+    from draledger.accounting.contributions import Contribution
+    from draledger.accounting.footprints import Resources
+    from draledger.accounting.sums import NodeSums
 
 PodKey = tuple[str, str]
 ClaimKey = tuple[str, str]
@@ -17,6 +22,8 @@ PoolKey = tuple[str, str]
 
 
 class Catalog(Protocol):
+    api: str  # "v1.36" | "v1.37": whose rules the footprints follow (accounting.footprints, rule 5)
+
     def claim(self, key: ClaimKey) -> ClaimView | None:
         """The ResourceClaim, if it exists."""
 
@@ -43,3 +50,15 @@ class Catalog(Protocol):
 
     def pods_on(self, node: str) -> Sequence[PodView]:
         """Counted pods bound to the node, sorted by namespace/name."""
+
+    def node_sums(self, node: str) -> NodeSums:
+        """The running sums of the node's counted pods (accounting.sums)."""
+
+    def contribution(self, claim: ClaimView, attributes: tuple[str, ...]) -> Contribution:
+        """``contributions.contribution(claim, self, attributes)`` (a catalog may cache it)."""
+
+    def mapping_fingerprint(self, node: str) -> str:
+        """``ledger.mapping_fingerprint(self, node)`` (a catalog may cache it)."""
+
+    def zone_capacity(self, node: str, attributes: tuple[str, ...]) -> dict[int, Resources]:
+        """``ledger.node_zone_capacity(self, node, attributes)`` (a catalog may cache it; only to be read)."""

@@ -1,98 +1,59 @@
-"""Pod footprints, as kube-scheduler computes them (component-helpers resource.PodRequests).
+"""Pod footprints, as kube-scheduler computes them (component-helpers ``resource.PodRequests`` with
+``UseStatusResources`` and ``UseDRANodeAllocatableResourceClaimStatus``).
 
 Rules:
-1. Ordinary requests: ``max(Σ containers + Σ restartable init containers, max over regular init containers
-   of (its request + the restartable init containers declared before it))``; a restartable (sidecar) init
-   container is itself compared as the running sum of sidecars up to it.
-2. DRA claims are added *outside* that max, once per claim charged to the pod.
-3. Pod-level ``spec.resources.requests[r]`` replaces all of the above for r: DRA is not added.
+1. The ordinary requests are the view's aggregate (views.pods, rule 2).
+2. DRA claims are added *outside* the init-container max, once per claim charged to the pod.
+3. Pod-level ``spec.resources.requests[r]`` (cpu, memory, hugepages-*) replaces all of the above for r: DRA is
+   not added. A pod resized in place charges the effective pod-level request its status gives.
 4. ``spec.overhead[r]`` is added last, always.
+5. In-place resize, by release (views.pods, rule 4). v1.36 (component-helpers v0.36): the resized containers'
+   ``max(spec, actuated, allocated)`` aggregated, then the claims. v1.37 (v0.37): ``max(spec + claims,
+   actuated, allocated + claims)`` of the three aggregates, per resource; with the pod-level status maps,
+   which already hold the claims, nothing is added to them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from draledger.quantities import ZERO, Quantity
+from draledger.views import PodView
+from draledger.views.pods import add_into, max_into
 
 Resources = dict[str, Quantity]
+API_VERSIONS = ("v1.36", "v1.37")
+
+__all__ = ["API_VERSIONS", "Resources", "add_into", "footprint", "plain_footprint"]
 
 
-def add_into(total: Resources, more: Mapping[str, Quantity]) -> None:
-    for name, quantity in more.items():
-        current = total.get(name)
-        total[name] = _zero_plus(quantity) if current is None else current + quantity
-
-
-# id(q) -> (q, ZERO + q). The same few parsed quantities ("100m", "1Gi") start most sums; keeping q in the
-# entry keeps its id from being reused. ``ZERO + q`` is a pure function of an immutable q: the memoized
-# result is exactly what the addition returns (value, exponent and format).
-_ZERO_PLUS: dict[int, tuple[Quantity, Quantity]] = {}
-
-
-def _zero_plus(quantity: Quantity) -> Quantity:
-    hit = _ZERO_PLUS.get(id(quantity))
-    if hit is not None and hit[0] is quantity:
-        return hit[1]
-    result = ZERO + quantity
-    if len(_ZERO_PLUS) >= 4096:  # bounded: start over (one-off sums of a ledger pass through here too)
-        _ZERO_PLUS.clear()
-    _ZERO_PLUS[id(quantity)] = (quantity, result)
-    return result
-
-
-def added(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> Resources:
+def _plus(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> Resources:
     out = dict(a)
     add_into(out, b)
     return out
 
 
-def _max_into(total: Resources, other: Mapping[str, Quantity]) -> None:
-    for name, quantity in other.items():
-        current = total.get(name)
-        if current is None or quantity > current:
-            total[name] = quantity
-
-
-def aggregate_containers(
-    containers: Iterable[Mapping[str, Quantity]],
-    init_containers: Iterable[tuple[Mapping[str, Quantity], bool]],
-) -> Resources:
-    """The ordinary (claim-free, overhead-free) requests of a pod; init entries are (requests, restartable)."""
-    requests: Resources = {}
-    for container in containers:
-        add_into(requests, container)
-    sidecars: Resources = {}
-    peak: Resources = {}
-    for container, restartable in init_containers:
-        if restartable:
-            add_into(requests, container)
-            add_into(sidecars, container)
-            _max_into(peak, sidecars)
-        else:
-            _max_into(peak, added(container, sidecars) if sidecars else container)
-    _max_into(requests, peak)
-    return requests
-
-
-def footprint(
-    ordinary: Mapping[str, Quantity],
-    pod_level: Mapping[str, Quantity],
-    overhead: Mapping[str, Quantity],
-    claims: Mapping[str, Quantity],
-) -> Mapping[str, Quantity]:
-    """The pod's footprint D: rule 2, 3 and 4 on top of its ordinary requests.
-
-    The result is only to be read: for a pod with nothing but ordinary requests it is ``ordinary`` itself
-    (``q + 0`` is q exactly: the left operand keeps its value and format).
-    """
-    if not claims and not pod_level and not overhead:
-        return ordinary
-    total: Resources = {}
-    for name in ordinary.keys() | pod_level.keys() | claims.keys():
-        if name in pod_level:
-            total[name] = pod_level[name]
-        else:
-            total[name] = ordinary.get(name, ZERO) + claims.get(name, ZERO)
-    add_into(total, overhead)
+def footprint(pod: PodView, claims: Mapping[str, Quantity], api: str = "v1.36") -> Mapping[str, Quantity]:
+    """The pod's footprint D (rules 1 to 5); only to be read (a plain pod's is its view's own dict)."""
+    resize = pod.resize
+    if resize is None:
+        if not claims and not pod.pod_level and not pod.overhead:
+            return pod.ordinary
+        total = _plus(pod.ordinary, claims) if claims else dict(pod.ordinary)
+    elif api == "v1.36":
+        total = _plus(resize.effective136, claims)
+    else:
+        total = {} if resize.infeasible else _plus(pod.ordinary, claims)
+        max_into(total, resize.actuated137)
+        max_into(total, resize.allocated137 if resize.pod_level_maps else _plus(resize.allocated137, claims))
+    if pod.pod_level:
+        effective = resize.pod_level if resize is not None and resize.pod_level is not None else pod.pod_level
+        for name in pod.pod_level:
+            total[name] = effective.get(name, ZERO)
+    add_into(total, pod.overhead)
     return total
+
+
+def plain_footprint(pod: PodView, api: str = "v1.36") -> Mapping[str, Quantity]:
+    """The pod's footprint without claims (only to be read)."""
+    return footprint(pod, {}, api)

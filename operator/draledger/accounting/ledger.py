@@ -15,16 +15,14 @@ Rules (ledger contract, sections 1 and 2):
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from draledger.accounting.catalog import Catalog, ClaimKey, PodKey
-from draledger.accounting.contributions import Contribution, DeviceRef, contribution
+from draledger.accounting.catalog import Catalog, ClaimKey
+from draledger.accounting.contributions import Contribution, DeviceRef
 from draledger.accounting.footprints import Resources, add_into, footprint
-from draledger.accounting.sums import NodeSums, Sum, plain_footprint
 from draledger.accounting.zones import DEFAULT_NUMA_ATTRIBUTES, zone_capacity
-from draledger.quantities import EXACT, ZERO, Format, Quantity, scheduler_units
-from draledger.views import ClaimView, NodeView, PodView, Problem
+from draledger.quantities import ZERO, Quantity, scheduler_units
+from draledger.views import NodeView, PodView, Problem
 from draledger.views.problems import ObjectRef
 from draledger.views.slices import is_node_allocatable
 
@@ -136,73 +134,36 @@ class _ClaimAcc:
     problems: list[str] = field(default_factory=list)
 
 
-ContributionOf = Callable[[ClaimView], Contribution]
-
-
-def compute(
-    node: NodeView,
-    catalog: Catalog,
-    flags: Flags = Flags(),
-    *,
-    fingerprint: str | None = None,
-    capacity: dict[int, Resources] | None = None,
-    contribution_of: ContributionOf | None = None,
-    sums: NodeSums | None = None,
-) -> Ledger:
-    """One node's ledger.
-
-    ``fingerprint`` and ``capacity`` depend only on the node's ResourceSlices: a caller that keeps them
-    (``ClusterState`` does, per node) passes what ``mapping_fingerprint(catalog, node.name)`` and
-    ``node_zone_capacity(catalog, node.name, flags.numa_attributes)`` would return; None computes them here.
-    Likewise ``contribution_of(claim)`` must return what ``contribution(claim, catalog,
-    flags.numa_attributes)`` would (the result is only read). ``sums``, the node's running sums kept as its
-    pods changed (``ClusterState`` keeps them), spares the pass over pods that need no visit.
-    """
-    if contribution_of is None:
-        attributes = flags.numa_attributes
-
-        def contribution_of(claim: ClaimView) -> Contribution:
-            return contribution(claim, catalog, attributes)
-
+def compute(node: NodeView, catalog: Catalog, flags: Flags = Flags()) -> Ledger:
+    """One node's ledger: the node's running sums for its pods, and a visit of the pods the sums cannot stand
+    for (claims, claim statuses, problems). A catalog may cache what depends only on its inputs (a claim's
+    contribution, a node's fingerprint and zone capacity); the figures are the same either way."""
+    attributes = flags.numa_attributes
+    api = catalog.api
     problems: list[Problem] = [*node.problems, *catalog.slice_problems(node.name)]
     accs: dict[ClaimKey, _ClaimAcc] = {}
     claims_total: Resources = {}
     charged_total: Resources = {}
     zone_claims: dict[int, Resources] = {}
-
-    def visit(pod: PodView) -> Mapping[str, Quantity] | None:
-        """Problems, claims and scheduler statuses of one pod; its footprint with claims, if it has any."""
+    sums = catalog.node_sums(node.name)
+    requested_nanos = dict(sums.claimless)
+    requested_units = dict(sums.claimless_units)
+    for key in sorted(sums.special):
+        pod = sums.special[key]
         problems.extend(pod.problems)
-        term = None
         if pod.claims:
-            pod_charge = _charge_pod(pod, catalog, contribution_of, accs, zone_claims, problems)
-            add_into(claims_total, pod_charge)
-            term = footprint(pod.ordinary, pod.pod_level, pod.overhead, pod_charge)
+            charge = _charge_pod(pod, catalog, attributes, accs, zone_claims, problems)
+            add_into(claims_total, charge)
+            term = footprint(pod, charge, api)
+            for name, quantity in term.items():
+                requested_nanos[name] = requested_nanos.get(name, 0) + quantity.nanos
+                requested_units[name] = requested_units.get(name, 0) + scheduler_units(name, quantity)
         for status in pod.claim_statuses or ():
             add_into(charged_total, status.charged())
-        return term
-
-    requested_units: dict[str, int] = {}
-    if sums is None:
-        pod_requests: Resources = {}
-        requested: Resources = {}
-        for pod in catalog.pods_on(node.name):
-            plain = footprint(pod.ordinary, pod.pod_level, pod.overhead, {})
-            add_into(pod_requests, plain)
-            term = visit(pod)
-            charged = plain if term is None else term  # no claim: the plain footprint
-            add_into(requested, charged)
-            _add_units(requested_units, charged)
-    else:  # the same figures: the pods that need a visit, and the node's running sums for the others
-        terms: dict[PodKey, Mapping[str, Quantity]] = {}  # footprint with claims, per pod with claims
-        for key in sorted(sums.special):
-            term = visit(sums.special[key])
-            if term is not None:
-                terms[key] = term
-        pod_requests, requested = _summed(node.name, catalog, sums, terms)
-        requested_units.update(sums.claimless_units)
-        for term in terms.values():
-            _add_units(requested_units, term)
+    pod_requests = {name: Quantity(nanos) for name, nanos in sums.claimless.items()}
+    for name, nanos in sums.claimed.items():
+        pod_requests[name] = Quantity(pod_requests[name].nanos + nanos) if name in pod_requests else Quantity(nanos)
+    requested = {name: Quantity(nanos) for name, nanos in requested_nanos.items()}
 
     names = {r for r in node.allocatable if is_node_allocatable(r)}
     for stream in (requested, claims_total, charged_total):
@@ -222,9 +183,7 @@ def compute(
             requested_units=requested_units.get(name, 0),
         )
 
-    if capacity is None:
-        capacity = node_zone_capacity(catalog, node.name, flags.numa_attributes)
-    zones = _zones(capacity, zone_claims)
+    zones = _zones(catalog.zone_capacity(node.name, attributes), zone_claims)
     stale_reasons = _pool_problems(catalog, node.name, accs, problems)
     for rejected in flags.rejected_slices:
         stale_reasons.add("GenerationRegression")
@@ -252,72 +211,15 @@ def compute(
         claims=claims,
         conditions=conditions,
         problems=tuple(problems),
-        mapping_fingerprint=fingerprint if fingerprint is not None else mapping_fingerprint(catalog, node.name),
+        mapping_fingerprint=catalog.mapping_fingerprint(node.name),
         rejected_slices=flags.rejected_slices,
     )
-
-
-def _add_units(units: dict[str, int], amounts: Mapping[str, Quantity]) -> None:
-    for name, quantity in amounts.items():
-        units[name] = units.get(name, 0) + scheduler_units(name, quantity)
-
-
-def _summed(
-    node: str, catalog: Catalog, sums: NodeSums, terms: dict[PodKey, Mapping[str, Quantity]]
-) -> tuple[Resources, Resources]:
-    """``podRequests`` and ``requested`` from the running sums and the claim pods' footprints, each figure
-    in the format of its first term in pod order (accounting.sums, rule 2)."""
-    pods = catalog.pods_on  # sorted pods: only read when a figure mixes formats
-    pod_requests = _combined(sums.claimless, sums.claimed.items(), lambda: pods(node), plain_footprint)
-    requested = _combined(
-        sums.claimless,
-        ((name, q) for term in terms.values() for name, q in term.items()),
-        lambda: pods(node),
-        lambda pod: terms[pod.key] if pod.claims else plain_footprint(pod),
-    )
-    return pod_requests, requested
-
-
-def _combined(
-    sums: Mapping[str, Sum],
-    more: Iterable[tuple[str, Sum | Quantity]],
-    pods: Callable[[], Sequence[PodView]],
-    term_of: Callable[[PodView], Mapping[str, Quantity]],
-) -> Resources:
-    """Each resource's total over ``sums`` and ``more``, in the format of its first term in pod order."""
-    values = {name: total.value for name, total in sums.items()}
-    known = {name: total.known_formats() for name, total in sums.items()}
-    for name, item in more:
-        values[name] = EXACT.add(values[name], item.value) if name in values else item.value
-        formats = known.setdefault(name, set())
-        if isinstance(item, Sum):
-            formats.update(item.known_formats())
-        elif item.fmt is not None:
-            formats.add(item.fmt)
-    out: Resources = {}
-    for name, value in values.items():
-        formats = known[name]
-        fmt = formats.pop() if len(formats) == 1 else None
-        if formats:  # mixed: the first pod that has the resource decides
-            fmt = _first_format(pods(), name, term_of)
-        out[name] = Quantity(value, fmt)
-    return out
-
-
-def _first_format(
-    pods: Sequence[PodView], name: str, term_of: Callable[[PodView], Mapping[str, Quantity]]
-) -> Format | None:
-    for pod in pods:
-        quantity = term_of(pod).get(name)
-        if quantity is not None and quantity.fmt is not None:
-            return quantity.fmt
-    return None
 
 
 def _charge_pod(
     pod: PodView,
     catalog: Catalog,
-    contribution_of: ContributionOf,
+    attributes: tuple[str, ...],
     accs: dict[ClaimKey, _ClaimAcc],
     zone_claims: dict[int, Resources],
     problems: list[Problem],
@@ -345,7 +247,7 @@ def _charge_pod(
         acc = accs.get(key)
         if acc is None:
             claim = catalog.claim(key)
-            contrib = contribution_of(claim) if claim is not None else None
+            contrib = catalog.contribution(claim, attributes) if claim is not None else None
             acc = accs[key] = _ClaimAcc(key, claim.uid if claim else "", contrib)
             if claim is None or contrib is None:
                 acc.problems.append("MissingResourceClaim")
@@ -395,11 +297,6 @@ def _claim_line(acc: _ClaimAcc) -> ClaimLine:
         scheduler_charged=acc.charged,
         problems=tuple(dict.fromkeys(acc.problems)),
     )
-
-
-def node_zone_capacity(catalog: Catalog, node: str, attributes: tuple[str, ...]) -> dict[int, Resources]:
-    """What each NUMA zone of the node could hold: depends only on the node's ResourceSlices."""
-    return zone_capacity(catalog.node_devices(node), attributes)
 
 
 def _zones(capacity: dict[int, Resources], zone_claims: dict[int, Resources]) -> dict[int, dict[str, ZoneLine]]:
@@ -513,12 +410,24 @@ def _phase(flags: Flags, conditions: tuple[Condition, ...]) -> str:
 
 
 def mapping_fingerprint(catalog: Catalog, node: str) -> str:
-    """A digest of the node's mapping inputs: every mapping of every device published for the node."""
+    """A digest of the node's mapping inputs: for every device published for the node (newest generation),
+    its driver, pool and name, and per mapped resource the capacity key, the multiplier, the overhead and
+    the capacity the key names, each as an explicit field (quantities in nano-units)."""
+
+    def nanos(quantity: Quantity | None) -> str:
+        return "-" if quantity is None else str(quantity.nanos)
+
     digest = hashlib.sha256()
     for (driver, pool), device in sorted(catalog.node_devices(node), key=lambda d: (d[0], d[1].name)):
         digest.update(f"{driver}\0{pool}\0{device.name}\0".encode())
         for resource, mapping in sorted(device.mappings.items()):
-            digest.update(
-                f"{resource}={mapping}\0{device.capacity.get(mapping.capacity_key or '')}\0".encode()
-            )
+            capacity = device.capacity.get(mapping.capacity_key or "")
+            fields = (resource, mapping.capacity_key or "-", nanos(mapping.multiplier), nanos(mapping.per_pod),
+                      nanos(mapping.per_container), nanos(capacity))
+            digest.update(("\0".join(fields) + "\0").encode())
     return digest.hexdigest()[:16]
+
+
+def node_zone_capacity(catalog: Catalog, node: str, attributes: tuple[str, ...]) -> dict[int, Resources]:
+    """What each NUMA zone of the node could hold: depends only on the node's ResourceSlices."""
+    return zone_capacity(catalog.node_devices(node), attributes)

@@ -124,7 +124,7 @@ def decide(
             return Decision(
                 False, "ClaimsOnDifferentNodes", "the pod's allocated claims are on different nodes"
             )
-        needed = footprint(pod.ordinary, pod.pod_level, pod.overhead, charge)
+        needed = footprint(pod, charge, catalog.api)
         usable = [
             n for n in sorted(pinned) if n in outside or (n in nodes and nodes[n].phase == SAFE_PHASE)
         ]

@@ -3,7 +3,9 @@
 Rules (kube-scheduler's DynamicResources plugin):
 1. One entry per claim that has at least one allocated device with node-allocatable mappings, sorted by
    ``resourceClaimName`` (the real ResourceClaim name, the generated one for template claims).
-2. ``containers``: the init containers, then the containers, in spec order, that reference the claim.
+2. ``containers``: the init containers, then the containers, in spec order, one entry per reference
+   (scheduler v1.36 lists a container that names the claim twice twice, and v1.36 stores that). v1.37's API
+   refuses the duplicate (the scheduler then fails the pod for ever): in the v1.37 shape each container once.
 3. v1.36 shape: ``resources`` (the mapping part). v1.37 shape: ``mapping`` and ``overhead`` lists, sorted by
    resource name.
 4. Only when every claim of the pod resolves, and no mapped claim is shared across pods (overhead-only
@@ -40,7 +42,10 @@ def planned_statuses(
         entry = entries.setdefault(
             pod_claim.claim_name, {"resourceClaimName": pod_claim.claim_name, "containers": []}
         )
-        entry["containers"] += [c for c in pod_claim.containers if c not in entry["containers"]]
+        if shape == "v1.37":
+            entry["containers"] += [c for c in pod_claim.containers if c not in entry["containers"]]
+        else:
+            entry["containers"] += pod_claim.references
         if shape == "v1.37":
             if contrib.mapping:
                 entry["mapping"] = [

@@ -1,4 +1,5 @@
-"""ResourceClaims: identity and allocation results (device, pool, driver, consumed capacity)."""
+"""ResourceClaims: identity and allocation results (device, pool, driver, consumed capacity), and the nodes
+the allocation is bound to (``metadata.name In [...]`` of its node selector), which pins a pod to them."""
 
 from __future__ import annotations
 
@@ -9,16 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from draledger.quantities import Quantity
-from draledger.views.problems import (
-    Bail,
-    Problem,
-    Reader,
-    fast_items,
-    fast_mapping,
-    fast_quantities,
-    fast_string,
-    ref_of,
-)
+from draledger.views.problems import Problem, Reader, ref_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,96 +43,38 @@ class ClaimView:
         object.__setattr__(self, "key", (self.namespace, self.name))
 
 
-def read_claim(raw: AbstractMapping[str, Any]) -> ClaimView:
-    """The claim's view: the fast reader for a plainly well-formed body, else the full one (same result)."""
-    try:
-        return _read_claim_fast(raw)
-    except Bail:
-        return read_claim_full(raw)
-
-
-_intern = sys.intern
-
-
-def _allocation_nodes(terms: list[Any], reader: Reader | None) -> tuple[str, ...]:
-    """The node names of ``metadata.name In [...]`` match fields; other terms are read, not used. With no
-    reader (the fast path: no field paths built), anything the full reader would report bails."""
+def _allocation_nodes(terms: list[Any], reader: Reader) -> tuple[str, ...]:
+    """The node names of ``metadata.name In [...]`` match fields; other terms are read, not used."""
     nodes: list[str] = []
     for index, term in enumerate(terms):
-        where = "" if reader is None else f"status.allocation.nodeSelector.nodeSelectorTerms[{index}]"
-        if reader is None:
-            matches = fast_items(fast_mapping(term).get("matchFields"))
-        else:
-            matches = reader.items(reader.mapping(term, where).get("matchFields"), f"{where}.matchFields")
+        where = f"status.allocation.nodeSelector.nodeSelectorTerms[{index}]"
+        matches = reader.items(reader.mapping(term, where).get("matchFields"), f"{where}.matchFields")
         for findex, match in enumerate(matches):
-            path = "" if reader is None else f"{where}.matchFields[{findex}]"
-            match = fast_mapping(match) if reader is None else reader.mapping(match, path)
+            path = f"{where}.matchFields[{findex}]"
+            match = reader.mapping(match, path)
             if match.get("key") != "metadata.name" or match.get("operator") != "In":
                 continue
-            raw_values = match.get("values")
-            values = fast_items(raw_values) if reader is None else reader.items(raw_values, f"{path}.values")
-            for vindex, value in enumerate(values):
+            for vindex, value in enumerate(reader.items(match.get("values"), f"{path}.values")):
                 if type(value) is str:
                     nodes.append(value)
-                elif reader is None:
-                    raise Bail
                 else:
                     reader.bad(f"{path}.values[{vindex}]", value, "expected a node name")
     return tuple(dict.fromkeys(nodes))
 
 
-def _reserved_for(entries: list[Any], reader: Reader | None) -> tuple[str, ...]:
+def _reserved_for(entries: list[Any], reader: Reader) -> tuple[str, ...]:
     """The pod UIDs of ``status.reservedFor``; an entry without a uid is skipped (the API requires one)."""
     uids: list[str] = []
     for index, entry in enumerate(entries):
-        if reader is None:
-            uid = fast_string(fast_mapping(entry).get("uid"))
-        else:
-            path = f"status.reservedFor[{index}]"
-            uid = reader.string(reader.mapping(entry, path).get("uid"), f"{path}.uid")
+        path = f"status.reservedFor[{index}]"
+        uid = reader.string(reader.mapping(entry, path).get("uid"), f"{path}.uid")
         if uid:
             uids.append(uid)
     return tuple(uids)
 
 
-def _read_claim_fast(raw: AbstractMapping[str, Any]) -> ClaimView:
-    """``read_claim_full`` for a body it would report no problem for; raises Bail on anything else."""
-    meta = fast_mapping(raw.get("metadata"))
-    status = fast_mapping(raw.get("status"))
-    allocation = fast_mapping(status.get("allocation"))
-    devices = fast_mapping(allocation.get("devices"))
-    results = []
-    for result in fast_items(devices.get("results")):
-        if type(result) is not dict:
-            result = fast_mapping(result)
-        capacity = result.get("consumedCapacity")
-        results.append(
-            AllocationResult(
-                request=fast_string(result.get("request")),
-                driver=_intern(fast_string(result.get("driver"))),
-                pool=_intern(fast_string(result.get("pool"))),
-                device=fast_string(result.get("device")),
-                consumed=None if capacity is None else fast_quantities(capacity),
-            )
-        )
-    reserved = _reserved_for(fast_items(status.get("reservedFor")), None)
-    selector = fast_mapping(allocation.get("nodeSelector"))
-    terms = fast_items(selector.get("nodeSelectorTerms"))
-    name = fast_string(meta.get("name"))
-    namespace = fast_string(meta.get("namespace"))
-    return ClaimView(
-        namespace=_intern(namespace),
-        name=name or "<unnamed>",
-        uid=fast_string(meta.get("uid")),
-        results=tuple(results),
-        allocated=bool(allocation),
-        reserved_for=reserved,
-        allocation_nodes=_allocation_nodes(terms, None) if terms else (),
-    )
-
-
-def read_claim_full(raw: AbstractMapping[str, Any]) -> ClaimView:
-    """The full reader: every field path checked, every defect a named problem."""
+def read_claim(raw: AbstractMapping[str, Any]) -> ClaimView:
+    """The claim's view: every field path checked, every defect a named problem."""
     reader = Reader(ref_of(raw, "ResourceClaim"))
     meta = reader.identity(raw)
     status = reader.mapping(raw.get("status"), "status")

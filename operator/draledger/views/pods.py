@@ -1,43 +1,54 @@
 """Pods: what the ledger needs of a Pod, and nothing more (about 1 KiB retained per pod).
 
-Retained: identity, node, phase, the ordinary requests already aggregated (init containers, sidecars),
-pod-level requests, overhead, the pod's claims with the containers that reference each, the
-``status.nodeAllocatableResourceClaimStatuses`` the scheduler wrote (both shapes), and scheduling gates.
-Container requests default to limits where only a limit is given, as the API server's defaulting does.
+Retained: identity, node, phase, the ordinary requests already aggregated as kube-scheduler aggregates them
+(component-helpers ``resource.AggregateContainerRequests``), pod-level requests, overhead, the pod's claims
+with the containers that reference each, the ``status.nodeAllocatableResourceClaimStatuses`` the scheduler
+wrote (both shapes), scheduling gates, and, only for a pod resized in place, what its status says of it.
+
+Rules:
+1. Container requests default to limits where only a limit is given, as the API server's defaulting does.
+2. Ordinary requests: ``max(Σ containers + Σ restartable init containers, max over regular init containers
+   of (its request + the restartable init containers declared before it))``.
+3. A claim's ``containers`` list one entry per reference (``resources.claims[]`` entry), init containers
+   first, in spec order: a container that names the claim twice (through two of its requests) is listed
+   twice, as the scheduler lists it.
+4. In-place resize (the scheduler reads ``status`` with InPlacePodVerticalScaling on): the view keeps, per
+   release, what the scheduler charges instead of the spec. v1.36: each container (and sidecar) whose status
+   has ``resources`` counts ``max(spec, actuated, allocated)`` (without spec when the resize is Infeasible).
+   v1.37: the aggregate is ``max(spec, actuated, allocated)`` of three aggregates, the claims added to the
+   spec and allocated ones only; pod-level status maps, when the kubelet wrote them, stand for the last two.
+5. Pod-level requests: only cpu, memory and hugepages-* (``IsSupportedPodLevelResource``); with the pod's
+   ``status.resources``, the effective pod-level request is ``max(spec, actuated, allocated)`` too.
+6. Every defect is a named problem; nothing raises.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from draledger.accounting.footprints import aggregate_containers
 from draledger.quantities import Quantity
-from draledger.views.problems import (
-    Bail,
-    Problem,
-    Reader,
-    fast_items,
-    fast_mapping,
-    fast_quantities,
-    fast_quantity,
-    fast_string,
-    ref_of,
-)
+from draledger.views.problems import Problem, Reader, ref_of
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+Requests = dict[str, Quantity]
 
 
 class PodClaim(NamedTuple):
-    """One ``spec.resourceClaims[]`` entry, resolved to a ResourceClaim name where possible. A named tuple,
-    as PodView is: one is built per event of a pod with claims."""
+    """One ``spec.resourceClaims[]`` entry, resolved to a ResourceClaim name where possible."""
 
     name: str  # the pod's own name for the claim
     claim_name: str | None  # the ResourceClaim object's name; None while a template claim is not generated
     from_template: bool
-    containers: tuple[str, ...]  # init containers then containers, in spec order, that reference it
+    references: tuple[str, ...]  # one container name per reference, init containers first (rule 3)
+
+    @property
+    def containers(self) -> tuple[str, ...]:
+        """The distinct containers that reference the claim, in order."""
+        return tuple(dict.fromkeys(self.references))
 
 
 class ClaimStatus(NamedTuple):
@@ -62,6 +73,17 @@ class ClaimStatus(NamedTuple):
         return out
 
 
+class Resize(NamedTuple):
+    """What the status of a pod resized in place changes in what the scheduler charges (rules 4 and 5)."""
+
+    effective136: Requests  # v1.36: the aggregate with each resized container's max(spec, actuated, allocated)
+    allocated137: Requests  # v1.37: the aggregate of allocated requests (or the pod-level map)
+    actuated137: Requests  # v1.37: the aggregate of actuated requests (or the pod-level map)
+    pod_level_maps: bool  # v1.37: the two above are the pod-level status maps (the claims are in them)
+    infeasible: bool  # PodResizePending=Infeasible: the spec does not count
+    pod_level: Requests | None  # effective pod-level requests, from the pod's status.resources
+
+
 @dataclass(frozen=True, slots=True)
 class GateInfo:
     """Kept only for pods with scheduling gates (few, and short-lived): what gate release needs."""
@@ -72,9 +94,7 @@ class GateInfo:
 
 
 class PodView(NamedTuple):
-    """What the ledger keeps of a Pod. A named tuple, not a frozen dataclass: one is built per pod event,
-    and a frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field) cost more than reading
-    the pod's containers."""
+    """What the ledger keeps of a Pod (a named tuple: one is built per pod event)."""
 
     namespace: str
     name: str
@@ -82,17 +102,16 @@ class PodView(NamedTuple):
     resource_version: str
     node_name: str
     phase: str
-    ordinary: dict[str, Quantity]
-    pod_level: dict[str, Quantity]
-    overhead: dict[str, Quantity]
+    ordinary: Requests
+    pod_level: Requests
+    overhead: Requests
     claims: tuple[PodClaim, ...]
     claim_statuses: tuple[ClaimStatus, ...] | None  # None: the field is absent (never charged)
     scheduling_gates: tuple[str, ...]
     gate_info: GateInfo | None
-    # (namespace, name), built once by the reader: the state indexes and the runtime's uid map all share
-    # this one tuple.
-    key: tuple[str, str]
+    key: tuple[str, str]  # (namespace, name), built once: every index shares this one tuple
     problems: tuple[Problem, ...] = ()
+    resize: Resize | None = None
 
     @property
     def counted(self) -> bool:
@@ -100,208 +119,66 @@ class PodView(NamedTuple):
         return bool(self.node_name) and self.phase not in TERMINAL_PHASES
 
 
-def _intern(text: str) -> str:
-    """Namespaces, node names, phases and container names repeat across thousands of pods: keep one copy."""
-    return sys.intern(text)
+_intern = sys.intern
+_NONE: Requests = {}  # the pod-level requests and overhead most pods do not have: one shared empty dict
 
 
-def _requests(reader: Reader, raw: object, path: str) -> dict[str, Quantity]:
-    resources = reader.mapping(raw, path)
-    requests = reader.quantities(resources.get("requests"), f"{path}.requests")
-    for name, limit in reader.quantities(resources.get("limits"), f"{path}.limits").items():
-        requests.setdefault(name, limit)
+def add_into(total: Requests, more: AbstractMapping[str, Quantity]) -> None:
+    for name, quantity in more.items():
+        current = total.get(name)
+        total[name] = quantity if current is None else current + quantity
+
+
+def max_into(total: Requests, other: AbstractMapping[str, Quantity]) -> None:
+    for name, quantity in other.items():
+        current = total.get(name)
+        if current is None or quantity > current:
+            total[name] = quantity
+
+
+def maximum(*lists: AbstractMapping[str, Quantity] | None) -> Requests:
+    out: Requests = {}
+    for requests in lists:
+        if requests is not None:
+            max_into(out, requests)
+    return out
+
+
+def aggregate_containers(containers: Iterable[Requests], init_containers: Iterable[tuple[Requests, bool]]) -> Requests:
+    """The ordinary (claim-free, overhead-free) requests of a pod; init entries are (requests, restartable)."""
+    requests: Requests = {}
+    for container in containers:
+        add_into(requests, container)
+    sidecars: Requests = {}
+    peak: Requests = {}
+    for container, restartable in init_containers:
+        if restartable:
+            add_into(requests, container)
+            add_into(sidecars, container)
+            max_into(peak, sidecars)
+        else:
+            combined = dict(container)
+            add_into(combined, sidecars)
+            max_into(peak, combined)
+    max_into(requests, peak)
     return requests
 
 
+class _Container(NamedTuple):
+    name: str
+    spec: Requests
+    init: bool
+    restartable: bool
+
+
+class _Status(NamedTuple):
+    resources: bool  # the status has ``resources`` (what v1.36 looks at)
+    actuated: Requests | None  # status.resources.requests (None: absent)
+    allocated: Requests | None  # status.allocatedResources (None: absent)
+
+
 def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
-    """The pod's view: the fast reader for a plainly well-formed body, else the full one (same result)."""
-    try:
-        return _read_pod_fast(raw)
-    except Bail:
-        return read_pod_full(raw)
-
-
-_intern_str = sys.intern
-
-
-def _read_pod_fast(raw: AbstractMapping[str, Any]) -> PodView:
-    """``read_pod_full`` for a body it would report no problem for; raises Bail on anything else.
-
-    Hot: one call per pod event. ``type(x) is dict`` guards the common case inline, and the ``fast_*``
-    helpers (which also take dict subclasses, or bail) run only when it fails.
-    """
-    meta = raw.get("metadata")
-    if type(meta) is not dict:
-        meta = fast_mapping(meta)
-    if "spec" not in raw:
-        raise Bail
-    spec = raw["spec"]
-    if type(spec) is not dict:
-        spec = fast_mapping(spec)
-    status = raw.get("status")
-    if type(status) is not dict:
-        status = fast_mapping(status)
-    name = meta.get("name")
-    if type(name) is not str:
-        name = fast_string(name)
-    name = name or "<unnamed>"
-    namespace = meta.get("namespace")
-    if type(namespace) is not str:
-        namespace = fast_string(namespace)
-
-    references: dict[str, list[str]] = {}
-    containers: list[dict[str, Quantity]] = []
-    inits: list[tuple[dict[str, Quantity], bool]] = []
-    for regular, items in ((False, spec.get("initContainers")), (True, spec.get("containers"))):
-        if items is None:
-            continue
-        if type(items) is not list:
-            items = fast_items(items)
-        for container in items:
-            if type(container) is not dict:
-                container = fast_mapping(container)
-            cname = container.get("name")
-            cname = _intern_str(cname if type(cname) is str else fast_string(cname))
-            resources = container.get("resources")
-            if type(resources) is not dict:
-                resources = fast_mapping(resources)
-            requests = fast_quantities(resources.get("requests"))
-            limits = resources.get("limits")
-            if limits is not None:
-                for lname, limit in fast_quantities(limits).items():
-                    if lname not in requests:
-                        requests[lname] = limit
-            if regular:
-                containers.append(requests)
-            else:
-                inits.append((requests, container.get("restartPolicy") == "Always"))
-            refs = resources.get("claims")
-            if refs is not None:
-                for ref in fast_items(refs):
-                    claim = fast_string(fast_mapping(ref).get("name"))
-                    users = references.setdefault(claim, [])
-                    if cname not in users:
-                        users.append(cname)
-
-    generated: dict[str, str | None] = {}
-    for entry in fast_items(status.get("resourceClaimStatuses")):
-        entry = fast_mapping(entry)
-        value = entry.get("resourceClaimName")
-        generated[fast_string(entry.get("name"))] = value if isinstance(value, str) and value else None
-
-    claims: tuple[PodClaim, ...] = ()
-    raw_claims = spec.get("resourceClaims")
-    if raw_claims is not None:
-        found: list[PodClaim] = []
-        for entry in fast_items(raw_claims):
-            entry = fast_mapping(entry)
-            cname = fast_string(entry.get("name"))
-            direct = fast_string(entry.get("resourceClaimName"))
-            template = fast_string(entry.get("resourceClaimTemplateName"))
-            if not direct and not template:
-                raise Bail
-            found.append(
-                _new(PodClaim, (cname, direct or generated.get(cname), not direct, tuple(references.get(cname, ()))))
-            )
-        claims = tuple(found)
-
-    spec_resources = spec.get("resources")
-    pod_level = (
-        _NO_QUANTITIES if spec_resources is None else fast_quantities(fast_mapping(spec_resources).get("requests"))
-    )
-    overhead = spec.get("overhead")
-    raw_gates = spec.get("schedulingGates")
-    gates: tuple[str, ...] = ()
-    gate_info = None
-    if raw_gates is not None:
-        gates = tuple(
-            g["name"] for g in fast_items(raw_gates) if isinstance(g, dict) and isinstance(g.get("name"), str)
-        )
-    affinity = spec.get("affinity")
-    if affinity is not None:
-        affinity = fast_mapping(affinity)
-    if gates:
-        gate_info = GateInfo(
-            created=fast_string(meta.get("creationTimestamp")),
-            has_affinity=affinity is not None,
-            node_affinity=dict(affinity["nodeAffinity"])
-            if affinity is not None and isinstance(affinity.get("nodeAffinity"), dict)
-            else None,
-        )
-    namespace = _intern_str(namespace)
-    uid = meta.get("uid")
-    version = meta.get("resourceVersion")
-    node = spec.get("nodeName")
-    phase = status.get("phase")
-    return _new(  # the fields in PodView's order
-        PodView,
-        (
-            namespace,
-            name,
-            uid if type(uid) is str else fast_string(uid),
-            version if type(version) is str else fast_string(version),
-            _intern_str(node if type(node) is str else fast_string(node)),
-            _intern_str(phase if type(phase) is str else fast_string(phase)),
-            aggregate_containers(containers, inits),
-            pod_level,
-            _NO_QUANTITIES if overhead is None else fast_quantities(overhead),
-            claims,
-            _claim_statuses_fast(status),
-            gates,
-            gate_info,
-            (namespace, name),
-            (),
-        ),
-    )
-
-
-_new = tuple.__new__  # a named tuple without its generated __new__'s Python frame
-# The pod-level requests and overhead most pods do not have: one shared empty dict (views are only read),
-# not two more per pod retained.
-_NO_QUANTITIES: dict[str, Quantity] = {}
-
-
-def _claim_statuses_fast(status: AbstractMapping[str, Any]) -> tuple[ClaimStatus, ...] | None:
-    entries = status.get("nodeAllocatableResourceClaimStatuses")
-    if entries is None:
-        return None
-    out: list[ClaimStatus] = []
-    for entry in fast_items(entries):
-        entry = fast_mapping(entry)
-        containers = tuple(_intern_str(c) for c in fast_items(entry.get("containers")) if isinstance(c, str))
-        mapping: dict[str, Quantity] = {}
-        per_pod: dict[str, Quantity] = {}
-        per_container: dict[str, Quantity] = {}
-        shape = "v1.36"
-        if "resources" in entry:
-            mapping = fast_quantities(entry.get("resources"))
-        if "mapping" in entry or "overhead" in entry:
-            shape = "v1.37"
-            for item in fast_items(entry.get("mapping")):
-                item = fast_mapping(item)
-                name = fast_string(item.get("name"))
-                quantity = fast_quantity(item.get("quantity"))
-                if name:
-                    mapping[name] = quantity
-            for item in fast_items(entry.get("overhead")):
-                item = fast_mapping(item)
-                name = fast_string(item.get("name"))
-                for key, target in (("perPod", per_pod), ("perContainer", per_container)):
-                    if item.get(key) is not None:
-                        quantity = fast_quantity(item.get(key))
-                        if name:
-                            target[name] = quantity
-        out.append(
-            _new(
-                ClaimStatus,
-                (fast_string(entry.get("resourceClaimName")), containers, mapping, per_pod, per_container, shape),
-            )
-        )
-    return tuple(out)
-
-
-def read_pod_full(raw: AbstractMapping[str, Any]) -> PodView:
-    """The full reader: every field path checked, every defect a named problem."""
+    """The pod's view; every defect a named problem."""
     reader = Reader(ref_of(raw, "Pod"))
     meta = reader.identity(raw)
     if "spec" not in raw:
@@ -310,25 +187,25 @@ def read_pod_full(raw: AbstractMapping[str, Any]) -> PodView:
     status = reader.mapping(raw.get("status"), "status")
 
     references: dict[str, list[str]] = {}
-    containers: list[dict[str, Quantity]] = []
-    inits: list[tuple[dict[str, Quantity], bool]] = []
+    containers: list[_Container] = []
     for field_name in ("initContainers", "containers"):
+        init = field_name == "initContainers"
         for index, container in enumerate(reader.items(spec.get(field_name), f"spec.{field_name}")):
             path = f"spec.{field_name}[{index}]"
             container = reader.mapping(container, path)
             cname = _intern(reader.string(container.get("name"), f"{path}.name"))
             resources = reader.mapping(container.get("resources"), f"{path}.resources")
-            requests = _requests(reader, resources, f"{path}.resources")
-            if field_name == "containers":
-                containers.append(requests)
-            else:
-                inits.append((requests, container.get("restartPolicy") == "Always"))
+            requests = reader.quantities(resources.get("requests"), f"{path}.resources.requests")
+            for name, limit in reader.quantities(resources.get("limits"), f"{path}.resources.limits").items():
+                requests.setdefault(name, limit)
+            containers.append(_Container(cname, requests, init, init and container.get("restartPolicy") == "Always"))
             for cindex, ref in enumerate(reader.items(resources.get("claims"), f"{path}.resources.claims")):
                 ref = reader.mapping(ref, f"{path}.resources.claims[{cindex}]")
                 claim = reader.string(ref.get("name"), f"{path}.resources.claims[{cindex}].name")
-                users = references.setdefault(claim, [])
-                if cname not in users:
-                    users.append(cname)
+                references.setdefault(claim, []).append(cname)
+    ordinary = aggregate_containers(
+        (c.spec for c in containers if not c.init), ((c.spec, c.restartable) for c in containers if c.init)
+    )
 
     generated: dict[str, str | None] = {}
     for index, entry in enumerate(reader.items(status.get("resourceClaimStatuses"), "status.resourceClaimStatuses")):
@@ -350,6 +227,11 @@ def read_pod_full(raw: AbstractMapping[str, Any]) -> PodView:
         claims.append(PodClaim(name, claim_name, bool(template) and not direct, tuple(references.get(name, ()))))
 
     spec_resources = reader.mapping(spec.get("resources"), "spec.resources")
+    pod_level = {
+        name: quantity
+        for name, quantity in reader.quantities(spec_resources.get("requests"), "spec.resources.requests").items()
+        if name in ("cpu", "memory") or name.startswith("hugepages-")
+    }
     affinity = reader.mapping(spec.get("affinity"), "spec.affinity")
     gates = tuple(
         g["name"]
@@ -357,6 +239,8 @@ def read_pod_full(raw: AbstractMapping[str, Any]) -> PodView:
         if isinstance(g, dict) and isinstance(g.get("name"), str)
     )
     namespace = _intern(reader.ref.namespace)
+    resize = _resize(reader, status, containers, pod_level)
+    overhead = reader.quantities(spec.get("overhead"), "spec.overhead")
     return PodView(
         namespace=namespace,
         name=reader.ref.name,
@@ -364,9 +248,9 @@ def read_pod_full(raw: AbstractMapping[str, Any]) -> PodView:
         resource_version=reader.string(meta.get("resourceVersion"), "metadata.resourceVersion"),
         node_name=_intern(reader.string(spec.get("nodeName"), "spec.nodeName")),
         phase=_intern(reader.string(status.get("phase"), "status.phase")),
-        ordinary=aggregate_containers(containers, inits),
-        pod_level=reader.quantities(spec_resources.get("requests"), "spec.resources.requests"),
-        overhead=reader.quantities(spec.get("overhead"), "spec.overhead"),
+        ordinary=ordinary,
+        pod_level=pod_level or _NONE,
+        overhead=overhead or _NONE,
         claims=tuple(claims),
         claim_statuses=_claim_statuses(reader, status),
         scheduling_gates=gates,
@@ -379,6 +263,93 @@ def read_pod_full(raw: AbstractMapping[str, Any]) -> PodView:
         else None,
         key=(namespace, reader.ref.name),
         problems=tuple(reader.problems),
+        resize=resize,
+    )
+
+
+def _statuses(reader: Reader, status: AbstractMapping[str, Any]) -> dict[str, _Status]:
+    out: dict[str, _Status] = {}
+    for field_name in ("initContainerStatuses", "containerStatuses"):
+        for index, entry in enumerate(reader.items(status.get(field_name), f"status.{field_name}")):
+            path = f"status.{field_name}[{index}]"
+            entry = reader.mapping(entry, path)
+            resources = entry.get("resources")
+            actuated = None
+            if resources is not None:
+                mapped = reader.mapping(resources, f"{path}.resources")
+                if mapped.get("requests") is not None:
+                    actuated = reader.quantities(mapped["requests"], f"{path}.resources.requests")
+            allocated = None
+            if entry.get("allocatedResources") is not None:
+                allocated = reader.quantities(entry["allocatedResources"], f"{path}.allocatedResources")
+            if resources is not None or allocated is not None:
+                name = reader.string(entry.get("name"), f"{path}.name")
+                out[name] = _Status(resources is not None, actuated, allocated)
+    return out
+
+
+def _infeasible(reader: Reader, status: AbstractMapping[str, Any]) -> bool:
+    for condition in reader.items(status.get("conditions"), "status.conditions"):
+        if isinstance(condition, dict) and condition.get("type") == "PodResizePending":
+            return condition.get("reason") == "Infeasible"
+    return False
+
+
+def _resize(
+    reader: Reader, status: AbstractMapping[str, Any], containers: list[_Container], pod_level: Requests
+) -> Resize | None:
+    """What the status says of a pod resized in place (rules 4 and 5); None when it says nothing."""
+    statuses = _statuses(reader, status)
+    pod_resources = reader.mapping(status.get("resources"), "status.resources")
+    pod_actuated = (
+        reader.quantities(pod_resources.get("requests"), "status.resources.requests") if pod_resources else None
+    )
+    pod_allocated = (
+        reader.quantities(status["allocatedResources"], "status.allocatedResources")
+        if status.get("allocatedResources") is not None
+        else None
+    )
+    if not statuses and pod_actuated is None:
+        return None
+    infeasible = _infeasible(reader, status)
+
+    def effective(spec: Requests, actuated: Requests | None, allocated: Requests | None) -> Requests:
+        return maximum(None if infeasible else spec, actuated, allocated)
+
+    def v136(c: _Container) -> Requests:
+        found = statuses.get(c.name)
+        if found is None or not found.resources or (c.init and not c.restartable):
+            return c.spec
+        return effective(c.spec, found.actuated, found.allocated)
+
+    def allocated(c: _Container) -> Requests:
+        found = statuses.get(c.name)
+        if found is not None and found.allocated is not None:
+            return found.allocated
+        return {} if infeasible else c.spec
+
+    def actuated(c: _Container) -> Requests:
+        found = statuses.get(c.name)
+        if found is not None and found.actuated is not None:
+            return found.actuated
+        if found is not None and found.allocated is not None:
+            return found.allocated
+        return {} if infeasible else c.spec
+
+    def aggregate(requests_of: Any) -> Requests:
+        return aggregate_containers(
+            (requests_of(c) for c in containers if not c.init),
+            ((requests_of(c), c.restartable) for c in containers if c.init),
+        )
+
+    maps = pod_allocated is not None and pod_actuated is not None
+    return Resize(
+        effective136=aggregate(v136),
+        allocated137=pod_allocated if maps and pod_allocated is not None else aggregate(allocated),
+        actuated137=pod_actuated if maps and pod_actuated is not None else aggregate(actuated),
+        pod_level_maps=maps,
+        infeasible=infeasible,
+        pod_level=effective(pod_level, pod_actuated, pod_allocated) if pod_level and pod_actuated is not None else None,
     )
 
 

@@ -20,14 +20,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from draledger.quantities import PARSED, Quantity, QuantityError, parse_quantity
+from draledger.quantities import NANO, Quantity, QuantityError, parse_quantity
 
 SHOWN = 80  # characters of an offending value that a problem shows
-# Quantities from 10^MAGNITUDE up are out of range (rule 3). No quantity text of fewer than LONG_QUANTITY
-# characters comes near (the largest, 58 nines and ``e1000``, is below 10^1058): the fast readers check only
-# longer texts, and integers.
-MAGNITUDE = 2000
-LONG_QUANTITY = 64
+MAGNITUDE = 2000  # quantities from 10^MAGNITUDE up are out of range (rule 3)
+_OUT_OF_RANGE = 10**MAGNITUDE * NANO
 INT64 = range(-(2**63), 2**63)
 
 
@@ -178,9 +175,7 @@ class Reader:
             message = str(error)
             self.bad(path, raw, message if len(message) <= 2 * SHOWN else f"{show(raw)} is not a quantity")
             return None
-        except ValueError:  # an integer longer than Python prints (4,300 digits)
-            quantity = None
-        if quantity is None or (quantity.value and quantity.value.adjusted() >= MAGNITUDE):
+        if abs(quantity.nanos) >= _OUT_OF_RANGE:
             self.bad(path, raw, f"out of range: a quantity must be below 10^{MAGNITUDE}")
             return None
         return quantity
@@ -192,69 +187,6 @@ class Reader:
             if parsed is not None:
                 out[name] = parsed
         return out
-
-
-class Bail(Exception):
-    """Raised by the fast readers when a body is not plainly well formed: the full reader then runs.
-
-    The fast readers (``read_pod``, ``read_claim``, each device of ``read_slice``) build no field paths and
-    no problems. On anything the full reader would report (a wrong type, an unparsable quantity, a missing
-    required field) they give up, and the full reader reads the same body from the start, so the view and
-    its problems (in order) are exactly the full reader's.
-    """
-
-
-def fast_mapping(raw: object) -> AbstractMapping[str, Any]:
-    """``Reader.mapping`` without a problem: None reads as empty; anything but a dict bails."""
-    if raw is None:
-        return {}
-    if isinstance(raw, dict):
-        return raw
-    raise Bail
-
-
-def fast_items(raw: object) -> list[Any]:
-    if raw is None:
-        return []
-    if isinstance(raw, list):
-        return raw
-    raise Bail
-
-
-def fast_string(raw: object, default: str = "") -> str:
-    if raw is None:
-        return default
-    if isinstance(raw, str):
-        return raw
-    raise Bail
-
-
-def fast_quantity(raw: object) -> Quantity:
-    """``Reader.quantity`` without a problem: anything it would report bails."""
-    if not isinstance(raw, str | int | float | Decimal) or raw is True or raw is False:
-        raise Bail
-    try:
-        quantity = parse_quantity(raw)
-    except ValueError:  # QuantityError, or an integer longer than Python prints
-        raise Bail from None
-    if quantity.value and quantity.value.adjusted() >= MAGNITUDE:
-        raise Bail
-    return quantity
-
-
-def fast_quantities(raw: object) -> dict[str, Quantity]:
-    """``Reader.quantities`` when every value parses; bails otherwise."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise Bail
-    out: dict[str, Quantity] = {}
-    parsed = PARSED
-    for name, value in raw.items():
-        # a cached text is in range when it is short (MAGNITUDE); a longer one, or an integer, is checked
-        quantity = parsed.get(value) if type(value) is str and len(value) < LONG_QUANTITY else None
-        out[name] = quantity if quantity is not None else fast_quantity(value)
-    return out
 
 
 def ref_of(raw: AbstractMapping[str, Any], kind: str) -> ObjectRef:

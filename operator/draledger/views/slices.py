@@ -9,9 +9,11 @@ Rules:
 3. Keys must be node-allocatable resource names (``cpu``, ``memory``, ``ephemeral-storage``,
    ``hugepages-<size>``); a negative multiplier or overhead is invalid. Invalid entries are reported as
    ``InvalidMapping`` problems and dropped; the device's other mappings still count.
-4. A republished slice whose devices are byte for byte those of the view it replaces (``previous``) keeps
-   that view's devices and their problems: drivers republish every device when one changes or the pool
-   generation moves, and reading 100 devices costs more than the check (see ``devices_key``).
+   v1.37 mappings are checked as kube-apiserver checks them: exactly one of ``capacityKey`` and
+   ``deviceMultiplier``; ``capacityMultiplier`` with, and only with, ``capacityKey``; multipliers positive.
+4. A republished slice whose devices are byte for byte those it was last read from keeps the devices and
+   their problems (``DeviceMemo``, which the operator's runtime owns): drivers republish every device when one
+   changes or the pool generation moves, and reading 100 devices costs more than the check.
 """
 
 from __future__ import annotations
@@ -20,20 +22,11 @@ import hashlib
 import marshal
 import re
 from collections.abc import Mapping as AbstractMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from draledger.quantities import ZERO, Quantity, parse_quantity
-from draledger.views.problems import (
-    INT64,
-    Bail,
-    Problem,
-    Reader,
-    fast_mapping,
-    fast_quantity,
-    fast_string,
-    ref_of,
-)
+from draledger.views.problems import INT64, Problem, Reader, ref_of
 
 _HUGEPAGES = re.compile(r"hugepages-(.+)")
 ONE = parse_quantity("1")
@@ -74,8 +67,7 @@ class Mapping:
 
 
 class DeviceView(NamedTuple):
-    """One device. A named tuple, not a frozen dataclass: slices republish every device, and a frozen
-    dataclass's ``__init__`` (one ``object.__setattr__`` per field) was a third of reading one."""
+    """One device (a named tuple: slices republish every device, and it is the cheapest record to build)."""
 
     name: str
     attributes: dict[str, int]  # integer attributes only: all the NUMA attributes we know are ints
@@ -84,9 +76,6 @@ class DeviceView(NamedTuple):
 
     def capacity_of(self, key: str, driver: str) -> Quantity | None:
         return lookup_qualified(self.capacity, key, driver)
-
-
-_device_view = tuple.__new__  # DeviceView(...) without the generated __new__'s Python frame
 
 
 def lookup_qualified(values: AbstractMapping[str, Quantity], key: str, driver: str) -> Quantity | None:
@@ -112,9 +101,6 @@ class SliceView:
     devices: tuple[DeviceView, ...]
     problems: tuple[Problem, ...] = ()
     shape: str = "v1.36"  # "v1.37" when any device uses nodeAllocatableResources
-    # ``devices_key`` of what the devices were read from: a cache key, out of the view's equality
-    devices_key: bytes | None = field(default=None, compare=False)
-    device_problems: tuple[Problem, ...] = ()  # the part of ``problems`` that the devices gave
 
     @property
     def pool_key(self) -> tuple[str, str]:
@@ -128,10 +114,9 @@ def devices_key(raw_devices: object, driver: str, basic: bool) -> bytes | None:
 
     marshal writes every value with its type (``1``, ``1.0`` and ``true`` differ, though ``==`` holds them
     equal), and its bytes load back to exactly the value written: equal keys are equal inputs, short of a
-    SHA-256 collision. Equal inputs mostly give equal keys, not always: marshal marks an object that more
-    than one reference holds, such as a key string the JSON decoder shares across the document. A device key
-    that appears once in a watch event but in several slices of a list response marks differently. That
-    costs one more reading, never a wrong view; format 2, which marks nothing, takes twice as long.
+    SHA-256 collision. Equal inputs mostly give equal keys, not always (marshal marks an object that more than
+    one reference holds, such as a key string the JSON decoder shares): that costs one more reading, never a
+    wrong view.
     """
     try:
         data = marshal.dumps((raw_devices, driver, basic), 4)  # type: ignore[arg-type]  # ValueError if not
@@ -140,14 +125,47 @@ def devices_key(raw_devices: object, driver: str, basic: bool) -> bytes | None:
     return hashlib.sha256(data).digest()
 
 
-def read_slice(
-    raw: AbstractMapping[str, Any], *, fast: bool = True, keyed: bool = False, previous: SliceView | None = None
-) -> SliceView:
-    """The slice's view. A plainly well-formed v1.36 device is read by a fast reader that builds no field
-    paths; any other device (or every device, with ``fast=False``) by the full one. Same result either way.
-    ``keyed`` (or a ``previous``) takes the devices' key, so that a later reading can reuse them; with
-    ``previous`` (the view this body replaces), devices equal to the ones it was read from are not read
-    again (rule 4). The result is the same either way, but for ``devices_key``."""
+class _Read(NamedTuple):
+    key: bytes
+    devices: tuple[DeviceView, ...]
+    problems: tuple[Problem, ...]
+    v137: bool
+
+
+class DeviceMemo:
+    """Per slice name, the devices last read and the key of what they were read from (rule 4).
+
+    Owned by whoever reads a stream of the same slices (the operator's runtime); ``forget`` a deleted slice.
+    Problems name their slice, so a memo entry is only ever reused for the slice of the same name.
+    """
+
+    __slots__ = ("_read",)
+
+    def __init__(self) -> None:
+        self._read: dict[str, _Read] = {}
+
+    def forget(self, name: str) -> None:
+        self._read.pop(name, None)
+
+    def devices(
+        self, reader: Reader, raw_devices: object, driver: str, basic: bool
+    ) -> tuple[tuple[DeviceView, ...], bool]:
+        key = devices_key(raw_devices, driver, basic)
+        name = reader.ref.name
+        hit = self._read.get(name)
+        if key is not None and hit is not None and hit.key == key:
+            reader.problems.extend(hit.problems)
+            return hit.devices, hit.v137
+        first = len(reader.problems)
+        devices, v137 = _read_devices(reader, raw_devices, driver, basic)
+        if key is not None:
+            self._read[name] = _Read(key, devices, tuple(reader.problems[first:]), v137)
+        return devices, v137
+
+
+def read_slice(raw: AbstractMapping[str, Any], memo: DeviceMemo | None = None) -> SliceView:
+    """The slice's view; with a ``memo``, devices equal to those last read for the slice are not read again
+    (rule 4: the result is the same)."""
     reader = Reader(ref_of(raw, "ResourceSlice"))
     spec = reader.mapping(raw.get("spec"), "spec")
     pool = reader.mapping(spec.get("pool"), "spec.pool")
@@ -156,14 +174,10 @@ def read_slice(
         reader.bad("spec.driver", spec.get("driver"), "a ResourceSlice needs a driver")
     basic = reader.string(raw.get("apiVersion"), "apiVersion").endswith("/v1beta1")
     raw_devices = spec.get("devices")
-    key = devices_key(raw_devices, driver, basic) if keyed or previous is not None else None
-    if previous is not None and key is not None and previous.devices_key == key and previous.name == reader.ref.name:
-        devices = previous.devices
-        device_problems = previous.device_problems
-        reader.problems.extend(device_problems)
-        v137 = previous.shape == "v1.37"
+    if memo is not None:
+        devices, v137 = memo.devices(reader, raw_devices, driver, basic)
     else:
-        devices, device_problems, v137 = _read_devices(reader, raw_devices, driver, basic, fast)
+        devices, v137 = _read_devices(reader, raw_devices, driver, basic)
     meta = reader.identity(raw)
     return SliceView(
         name=reader.ref.name,
@@ -176,27 +190,16 @@ def read_slice(
         devices=devices,
         problems=tuple(reader.problems),
         shape="v1.37" if v137 else "v1.36",
-        devices_key=key,
-        device_problems=device_problems,
     )
 
 
 def _read_devices(
-    reader: Reader, raw_devices: object, driver: str, basic: bool, fast: bool
-) -> tuple[tuple[DeviceView, ...], tuple[Problem, ...], bool]:
-    """The devices, the problems they gave, and whether any uses the v1.37 field."""
-    first = len(reader.problems)
+    reader: Reader, raw_devices: object, driver: str, basic: bool
+) -> tuple[tuple[DeviceView, ...], bool]:
+    """The devices, and whether any uses the v1.37 field."""
     devices = []
     v137 = False
-    fast = fast and not basic
-    read_fast = _read_device_fast
     for index, device in enumerate(reader.items(raw_devices, "spec.devices")):
-        if fast and type(device) is dict:
-            try:  # most devices: no field paths, no problems (nor nodeAllocatableResources: that bails)
-                devices.append(read_fast(device, driver))
-                continue
-            except Bail:
-                pass
         if isinstance(device, dict) and device.get("nodeAllocatableResources") is not None:
             v137 = True
         path = f"spec.devices[{index}]"
@@ -205,72 +208,7 @@ def _read_devices(
             path += ".basic"
             device = {"name": device.get("name"), **reader.mapping(device.get("basic"), path)}
         devices.append(_read_device(reader, device, path, driver))
-    return tuple(devices), tuple(reader.problems[first:]), v137
-
-
-# (capacityKey, allocationMultiplier) as sent -> the v1.36 Mapping it reads as (Mappings are immutable).
-_V136: dict[tuple[object, object], Mapping] = {}
-
-
-def _read_device_fast(device: AbstractMapping[str, Any], driver: str) -> DeviceView:
-    """``_read_device`` for a v1.36 device it would report no problem for; raises Bail on anything else."""
-    name = device.get("name")
-    if type(name) is not str:
-        name = fast_string(name)
-    attributes: dict[str, int] = {}
-    raw_attributes = device.get("attributes")
-    if raw_attributes is not None:
-        if type(raw_attributes) is not dict:
-            raw_attributes = fast_mapping(raw_attributes)
-        for key, value in raw_attributes.items():
-            if type(value) is dict or isinstance(value, dict):
-                number = value.get("int")
-                # type() first: a JSON int is exactly int, and a bool (an int subclass) is no int attribute
-                if type(number) is int or (
-                    number is not None and isinstance(number, int) and not isinstance(number, bool)
-                ):
-                    if not -9223372036854775808 <= number <= 9223372036854775807:  # INT64, as constants
-                        raise Bail
-                    attributes[key] = number
-    capacity: dict[str, Quantity] = {}
-    raw_capacity = device.get("capacity")
-    if raw_capacity is not None:
-        for key, value in fast_mapping(raw_capacity).items():
-            capacity[key] = fast_quantity(fast_mapping(value).get("value"))
-    if device.get("nodeAllocatableResources") is not None:
-        raise Bail
-    mappings: dict[str, Mapping] = {}
-    raw_mappings = device.get("nodeAllocatableResourceMappings")
-    if type(raw_mappings) is not dict:
-        raw_mappings = fast_mapping(raw_mappings)
-    for resource, entry in raw_mappings.items():
-        if not (_ALLOCATABLE.get(resource) or is_node_allocatable(resource)):
-            raise Bail
-        if type(entry) is not dict:
-            entry = fast_mapping(entry)
-        raw_multiplier = entry.get("allocationMultiplier")
-        raw_key = entry.get("capacityKey")
-        try:
-            mapping = _V136[(raw_key, raw_multiplier)]
-        except (KeyError, TypeError):  # TypeError: an unhashable value, which the full reader reports
-            mapping = _v136_mapping(raw_key, raw_multiplier)
-        capacity_key = mapping.capacity_key
-        if capacity_key is not None and lookup_qualified(capacity, capacity_key, driver) is None:
-            raise Bail
-        mappings[resource] = mapping
-    return _device_view(DeviceView, (name, attributes, capacity, mappings))
-
-
-def _v136_mapping(raw_key: object, raw_multiplier: object) -> Mapping:
-    multiplier = ONE
-    if raw_multiplier is not None:
-        multiplier = fast_quantity(raw_multiplier)
-        if multiplier < ZERO:
-            raise Bail
-    mapping = Mapping(fast_string(raw_key) or None, multiplier)
-    if isinstance(raw_multiplier, str | None) and isinstance(raw_key, str | None) and len(_V136) < 4096:
-        _V136[(raw_key, raw_multiplier)] = mapping
-    return mapping
+    return tuple(devices), v137
 
 
 def _read_device(reader: Reader, device: AbstractMapping[str, Any], path: str, driver: str) -> DeviceView:
@@ -358,6 +296,14 @@ def _read_v137(reader: Reader, raw: object, path: str) -> dict[str, Mapping]:
         if entry.get("mapping") is not None:
             mapping = reader.mapping(entry["mapping"], f"{where}.mapping")
             key = reader.string(mapping.get("capacityKey"), f"{where}.mapping.capacityKey") or None
+            if key and mapping.get("deviceMultiplier") is not None:
+                reader.bad(f"{where}.mapping", mapping, "exactly one of capacityKey and deviceMultiplier may be "
+                           "set; the mapping is ignored", "InvalidMapping")
+                continue
+            if not key and mapping.get("capacityMultiplier") is not None:
+                reader.bad(f"{where}.mapping.capacityKey", None, "capacityMultiplier needs a capacityKey; the "
+                           "mapping is ignored", "InvalidMapping")
+                continue
             field = "capacityMultiplier" if key else "deviceMultiplier"
             if mapping.get(field) is None:
                 reader.bad(f"{where}.mapping.{field}", None, "missing; taken as 1", "InvalidMapping")

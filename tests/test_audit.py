@@ -445,7 +445,7 @@ class TestHostileFiles:
                          + "".join("  " * (level + 2) + "a:\n" for level in range(150)),
                          "nested more than 100 levels deep", id="yaml-block-150-deep"),
             pytest.param('{"kind": "List", "items": [' + "7" * 5000 + "]}",
-                         "not valid JSON: Exceeds the limit (4300 digits)", id="json-integer-of-5000-digits"),
+                         "not usable JSON: Integer value out of range", id="json-integer-of-5000-digits"),
             pytest.param("kind: List\nitems: [" + "7" * 5000 + "]\n",
                          "not valid JSON or YAML: Exceeds the limit (4300 digits)", id="yaml-integer-of-5000-digits"),
             pytest.param(billion_laughs(8), "YAML aliases expand to more than 100000 values", id="billion-laughs"),

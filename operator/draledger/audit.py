@@ -7,17 +7,18 @@ error and in its node's ledger, and everything else is still computed.
 
 from __future__ import annotations
 
-import json
+import gc
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+import msgspec
 import yaml
 
 from draledger.accounting.ledger import Flags
 from draledger.dumps import DumpError, Loaded, all_problems, load_paths
-from draledger.ledgers import ledger_object, status_of
+from draledger.ledgers import ledger_object, status_body
 from draledger.tables import ledger_table
 
 
@@ -32,8 +33,8 @@ def ledgers_of(loaded: Loaded, flags: Flags, now: str) -> list[dict[str, Any]]:
     for name in sorted(state.nodes):
         ledger = state.ledger(name, flags)
         assert ledger is not None
-        status = status_of(ledger, ledger_version=1, mapping_version=1, now=now)
-        out.append(ledger_object(status, ledger.node_uid))
+        body = status_body(ledger, ledger_version=1, mapping_version=1, now=now)
+        out.append(ledger_object(body, ledger.node_uid))
     return out
 
 
@@ -42,8 +43,8 @@ def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def emit(items: list[dict[str, Any]], output: str, numa: bool, stream: TextIO) -> None:
-    if output == "json":
-        json.dump(as_list(items), stream, indent=2)
+    if output == "json":  # msgspec's encoder: the pure-Python indenting one of json took a third of an audit
+        stream.write(msgspec.json.format(msgspec.json.encode(as_list(items)), indent=2).decode())
         stream.write("\n")
     elif output == "yaml":
         yaml.safe_dump(as_list(items), stream, sort_keys=False)
@@ -63,6 +64,24 @@ def run(
     # The streams are looked up at call time, not import time, so redirect_stdout (and test capture) work.
     stdout = stdout if stdout is not None else sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
+    collecting = gc.isenabled()
+    gc.disable()  # a dump and its views hold no reference cycles: the collector would only scan them, often
+    try:
+        return _run(paths, output, numa, numa_attributes, stdout, stderr, svg)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run(
+    paths: Sequence[str],
+    output: str,
+    numa: bool,
+    numa_attributes: Sequence[str],
+    stdout: TextIO,
+    stderr: TextIO,
+    svg: str | None,
+) -> int:
     try:
         loaded = load_paths(paths)
     except DumpError as error:

@@ -27,6 +27,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+import msgspec
 import yaml
 
 from draledger.state import ClusterState, GenerationRegression
@@ -88,19 +89,37 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
+# JSON through msgspec: three times json.loads with parse_float=Decimal on real dumps (docs/performance.md);
+# numbers that are not integers still arrive as exact Decimals (rule 3).
+_JSON = msgspec.json.Decoder(float_hook=Decimal)
+
+
+def _stdlib_json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text, parse_float=Decimal)
+    except RecursionError:
+        raise DumpError(
+            f"{source}: nested too deeply for the JSON parser (a Kubernetes List nests a few dozen levels)"
+        ) from None
+    except ValueError as error:  # JSONDecodeError, or an integer of more than 4,300 digits
+        raise DumpError(f"{source}: not valid JSON: {_one_line(error)}") from None
+
+
 def parse_text(text: str, source: str) -> Any:
     stripped = text.lstrip()
     if not stripped:
         raise DumpError(f"{source}: empty input")
     if stripped[0] in "{[":
         try:
-            return json.loads(text, parse_float=Decimal)
+            return _JSON.decode(text)
         except RecursionError:
             raise DumpError(
                 f"{source}: nested too deeply for the JSON parser (a Kubernetes List nests a few dozen levels)"
             ) from None
-        except ValueError as error:  # JSONDecodeError, or an integer of more than 4,300 digits
-            raise DumpError(f"{source}: not valid JSON: {_one_line(error)}") from None
+        except msgspec.ValidationError as error:  # an integer beyond what JSON tools read (Go's int64, uint64)
+            raise DumpError(f"{source}: not usable JSON: {_one_line(error)}") from None
+        except msgspec.DecodeError:
+            return _stdlib_json(text, source)  # what msgspec refuses and JSON allows: lone surrogates
     try:
         loader = _Loader(text)  # rejects control characters already
         document = loader.get_single_data()

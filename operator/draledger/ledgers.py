@@ -284,22 +284,23 @@ def _problem_body(problem: Problem) -> dict[str, Any]:
 
 
 def ledger_object(
-    status: NodeAllocatableLedgerStatus, node_uid: str = "", spec: NodeAllocatableLedgerSpec | None = None
+    status: NodeAllocatableLedgerStatus | dict[str, Any],
+    node_uid: str = "",
+    spec: NodeAllocatableLedgerSpec | None = None,
 ) -> dict[str, Any]:
-    """The whole resource as the API (and ``audit -o json``) shows it; owned by its Node."""
-    metadata: dict[str, Any] = {"name": status.node_name}
+    """The whole resource as the API (and ``audit -o json``) shows it; owned by its Node. ``status`` is the
+    model, or the body ``status_body`` builds (the same, key order included)."""
+    body = status if isinstance(status, dict) else status_json(status)
+    name = body["nodeName"]
+    metadata: dict[str, Any] = {"name": name}
     if node_uid:
-        metadata["ownerReferences"] = [
-            {"apiVersion": "v1", "kind": "Node", "name": status.node_name, "uid": node_uid}
-        ]
+        metadata["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": node_uid}]
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": metadata,
-        "spec": (spec or NodeAllocatableLedgerSpec(frozen=False, reason=None)).model_dump(
-            by_alias=True, exclude_none=True
-        ),
-        "status": status_json(status),
+        "spec": {"frozen": False} if spec is None else spec.model_dump(by_alias=True, exclude_none=True),
+        "status": body,
     }
 
 

@@ -40,6 +40,11 @@ class Operator:
     def __init__(self, config: OperatorConfig, stop: asyncio.Event | None = None) -> None:
         self.config = config
         self.stop = stop or asyncio.Event()
+        # Kopf stops on SIGINT/SIGTERM by itself. Given a stop flag as well, Kopf 1.45.2 leaves its task that
+        # waits for the flag running when a signal stops it, and waits 5 s for that "hung" task before it exits
+        # (seen on a real control plane: every SIGTERM took 5 s). So the flag goes to Kopf only when a caller
+        # holds it to stop the operator (the demo, tests, benchmarks); ``draledger run`` stops by signal.
+        self.stop_flag: asyncio.Event | None = stop
         self.metrics = Metrics()
         self.runtime = Runtime(config, self.metrics, asyncio.get_running_loop().time)
         self.api = KubeApi(connection_info(config))
@@ -97,7 +102,7 @@ class Operator:
                     settings=handlers.settings_for(self.runtime),
                     clusterwide=True,
                     standalone=True,
-                    stop_flag=self.stop,
+                    stop_flag=self.stop_flag,
                 )
         finally:
             for task in tasks:

@@ -55,28 +55,33 @@ class ApiError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
-    """Where the server is and how to reach it as one user."""
+    """Where the server is and how to reach it as one user: a client certificate, or a bearer ``token``."""
 
     server: str
     ca_cert: Path
-    client_cert: Path
-    client_key: Path
+    client_cert: Path | None
+    client_key: Path | None
+    token: str = ""
 
 
 class Api:
-    """Minimal JSON client for kube-apiserver (urllib, client-certificate authentication)."""
+    """Minimal JSON client for kube-apiserver (urllib; a client certificate or a bearer token)."""
 
     def __init__(self, credentials: Credentials, timeout: float = 30.0) -> None:
         self.server = credentials.server.rstrip("/")
         self.timeout = timeout
         self._ssl = ssl.create_default_context(cafile=str(credentials.ca_cert))
-        self._ssl.load_cert_chain(str(credentials.client_cert), str(credentials.client_key))
+        if credentials.client_cert is not None and credentials.client_key is not None:
+            self._ssl.load_cert_chain(str(credentials.client_cert), str(credentials.client_key))
+        self._token = credentials.token
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
                 accept: str = "application/json") -> Any:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.server + path, data=data, method=method)
         request.add_header("Accept", accept)
+        if self._token:
+            request.add_header("Authorization", f"Bearer {self._token}")
         if data is not None:
             request.add_header("Content-Type", content_type)
         try:

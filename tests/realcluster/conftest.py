@@ -12,18 +12,22 @@ Rules:
 2. ``control_plane`` is one session fixture parametrised over the releases; the tests of one release run
    together (the shuffle of pytest-randomly is kept within a release), so one control plane runs at a time:
    pytest stops the first before it starts the second.
-3. A failing test's report carries the path of the control plane's logs.
+3. A failing test's report carries the path of the control plane's logs, and the tail of the log of every
+   operator process the test started (``operators``, see operating.py).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Generator
+from pathlib import Path
 
 import pytest
 
 from tests.realcluster import building
+from tests.realcluster.cluster import unique
 from tests.realcluster.launcher import ControlPlane, StartError
+from tests.realcluster.operating import Installation, Operators, Site, install
 from tests.realcluster.releases import RELEASES, selected
 
 REQUIRE_ENV = "DRALEDGER_REQUIRE_REALCLUSTER"
@@ -132,4 +136,36 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     plane = getattr(item, "funcargs", {}).get("control_plane")
     if report.failed and isinstance(plane, ControlPlane):
         report.sections.append(("realcluster", f"control plane logs ({plane.release.name}): {plane.logs}"))
+    started = getattr(item, "funcargs", {}).get("operators")
+    if report.failed and isinstance(started, Operators) and started.started:
+        report.sections.append(("draledger operator log", started.report()))
     return report
+
+
+# ------------------------------------------------------------------ the real operator (tests/realcluster/operating.py)
+
+
+@pytest.fixture(scope="session")
+def installation(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Installation:
+    """The manifests applied to the release's control plane, and the operator's token and kubeconfig."""
+    return install(control_plane, tmp_path_factory.mktemp(f"draledger-{control_plane.release.name}"))
+
+
+@pytest.fixture
+def operators(installation: Installation, tmp_path: Path) -> Generator[Operators, None, None]:
+    """Starts ``draledger run`` processes as the operator's ServiceAccount; stops every one after the test."""
+    started = Operators(installation, tmp_path)
+    try:
+        yield started
+    finally:
+        started.stop_all()
+
+
+@pytest.fixture
+def site(control_plane: ControlPlane) -> Generator[Site, None, None]:
+    """A test's own labelled nodes, driver and namespace (``site.setup(...)``), deleted afterwards."""
+    made = Site(control_plane.api(), control_plane.release, unique("op"))
+    try:
+        yield made
+    finally:
+        made.teardown()

@@ -14,7 +14,10 @@ Rules:
 5. No orphans: ``stop`` kills every process group (SIGTERM, then SIGKILL after ``STOP_GRACE``) and reaps it.
    It runs on ``with`` exit, on exceptions during ``start``, on SIGINT/SIGTERM to this process and at
    interpreter exit; children started from the main thread also get SIGKILL from the kernel when this process
-   dies (PR_SET_PDEATHSIG), even by SIGKILL.
+   dies (PR_SET_PDEATHSIG), even by SIGKILL. ``restart`` of one component kills its group the same way before
+   it starts the new one on the same ports, so it never leaves the old process behind either.
+6. kube-apiserver writes an audit log (``<workdir>/logs/audit.log``, JSON lines, Metadata level) of the requests
+   of ``AUDITED_USERS`` only, so tests can count what the real server answered the operator (e.g. every 403).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import socket
@@ -44,6 +48,7 @@ from tests.realcluster.releases import Release
 SERVICE_CIDR = "10.0.0.0/24"
 ATTEMPTS = 3
 STOP_GRACE = 10.0
+RESTART_GRACE = 2.0
 POLL = 0.2
 DEADLINES = {"etcd": 60.0, "kube-apiserver": 180.0, "kube-scheduler": 120.0, "kube-controller-manager": 120.0}
 
@@ -60,6 +65,8 @@ ADMISSION_PLUGINS = (
 # (GA, on). DRAConsumableCapacity (beta, on by default) is named so capacityKey mappings never depend on a default.
 FEATURE_GATES = {"DRANodeAllocatableResources": True, "DRAConsumableCapacity": True}
 CONTROLLERS = "*,-node-lifecycle-controller"
+# Whose requests the audit log records (rule 6): the operator's ServiceAccount of manifests/base.
+AUDITED_USERS = ("system:serviceaccount:draledger-system:draledger",)
 
 
 class StartError(RuntimeError):
@@ -141,6 +148,7 @@ class ControlPlane:
         self.workdir = workdir
         self.logs = workdir / "logs"
         self.feature_gates = {**FEATURE_GATES, **(feature_gates or {})}
+        self.component_gates: dict[str, dict[str, bool]] = {}  # per component, set by ``restart``
         self.extra_args = extra_args or {}
         self.components: dict[str, Component] = {}
         self.server = ""
@@ -172,8 +180,67 @@ class ControlPlane:
     def pids(self) -> dict[str, int]:
         return {name: component.process.pid for name, component in self.components.items()}
 
-    def gates(self) -> str:
-        return ",".join(f"{name}={str(value).lower()}" for name, value in sorted(self.feature_gates.items()))
+    def gates(self, component: str = "") -> str:
+        """The ``--feature-gates`` value of ``component`` (the plane's own gates unless ``restart`` changed it)."""
+        gates = self.component_gates.get(component, self.feature_gates)
+        return ",".join(f"{name}={str(value).lower()}" for name, value in sorted(gates.items()))
+
+    @property
+    def etcd_url(self) -> str:
+        """etcd's client URL (plain HTTP on loopback; it also serves the v3 JSON gateway, e.g. /v3/kv/compaction)."""
+        return self._etcd_url
+
+    @property
+    def audit_log(self) -> Path:
+        """kube-apiserver's audit log: one JSON event per line, for the users in ``AUDITED_USERS`` (rule 6)."""
+        return self.logs / "audit.log"
+
+    def restart(self, name: str, *, feature_gates: dict[str, bool] | None = None,
+                flags: dict[str, str | None] | None = None, grace: float = RESTART_GRACE,
+                resync_clients: bool = True) -> None:
+        """Stop one component and start it again on the same ports, with changed gates or flags.
+
+        ``feature_gates`` are merged into the component's current gates; ``flags`` maps ``--name`` to a new value
+        (``None`` removes the flag). Everything else is the previous command line, so clients and kubeconfigs
+        keep working. The old process group gets SIGTERM, then SIGKILL after ``grace`` s (kube-apiserver's
+        graceful shutdown would otherwise hold a restart for the whole ``STOP_GRACE``). Waits until the component
+        is ready again, like ``start`` (the scheduler and controller-manager also until they authorize the
+        admin's /metrics scrape); a failure stops every component.
+
+        With ``resync_clients``, a restart of kube-apiserver also restarts kube-scheduler and
+        kube-controller-manager, as they were. Their informers survive an apiserver restart, but slowly: they
+        back off, resume into ``410 too old resource version`` (the new watch cache starts at a newer revision),
+        and their streaming relist waited up to 30 s for the cache to be fresh, so a new pod stayed unscheduled,
+        or without its generated claim, for 10 to 55 s. Fresh processes sync in about a second.
+        """
+        if name not in ("kube-apiserver", "kube-scheduler", "kube-controller-manager"):
+            raise ValueError(f"only the Kubernetes components restart, not {name}")
+        old = self.components[name]
+        gates = {**self.component_gates.get(name, self.feature_gates), **(feature_gates or {})}
+        extra = self.extra_args.get(name, [])
+        args = old.args[1:len(old.args) - len(extra)]
+        for flag, value in {**(flags or {}), "--feature-gates": ""}.items():
+            args = [arg for arg in args if arg.split("=", 1)[0] != flag]
+            if flag != "--feature-gates" and value is not None:
+                args.append(f"{flag}={value}")
+        if feature_gates is not None:
+            self.component_gates[name] = gates
+        order = list(self.components)
+        del self.components[name]
+        _kill_group(old.process, grace)
+        old.sink.close()
+        ready = (self._apiserver_ready if name == "kube-apiserver"
+                 else self._component_serving(name.removeprefix("kube-")))
+        try:
+            self._start(name, lambda: [*args, f"--feature-gates={self.gates(name)}"], ready)
+        except BaseException:
+            self.stop()
+            raise
+        self.components = {key: self.components[key] for key in order}  # stop() still goes newest first
+        if name == "kube-apiserver" and resync_clients:
+            for client in ("kube-scheduler", "kube-controller-manager"):
+                if client in self.components:
+                    self.restart(client, grace=grace)
 
     def start(self) -> None:
         """Start the four components in order, each ready before the next; on any failure stop them all."""
@@ -280,7 +347,7 @@ class ControlPlane:
             f"--client-ca-file={self.pki.ca_cert}",
             "--authorization-mode=Node,RBAC",
             f"--enable-admission-plugins={','.join(ADMISSION_PLUGINS)}",
-            f"--feature-gates={self.gates()}",
+            f"--feature-gates={self.gates('kube-apiserver')}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={self.pki.service_account_pub}",
@@ -295,7 +362,17 @@ class ControlPlane:
             f"--proxy-client-key-file={self.pki.front_proxy.key}",
             "--endpoint-reconciler-type=none",  # the `kubernetes` Service would point at loopback: refused, noisy
             f"--cert-dir={self.workdir / 'apiserver-certs'}",
+            f"--audit-policy-file={self._audit_policy()}", f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json", "--audit-log-mode=blocking",  # written before the answer: no waiting
         ]
+
+    def _audit_policy(self) -> Path:
+        """Metadata (who, what, the answer's code; no bodies) for ``AUDITED_USERS``, nothing for anyone else."""
+        policy = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+                  "rules": [{"level": "Metadata", "users": list(AUDITED_USERS)}, {"level": "None"}]}
+        path = self.workdir / "audit-policy.yaml"
+        path.write_text(json.dumps(policy, indent=1), encoding="utf-8")  # JSON is YAML
+        return path
 
     def _apiserver_ready(self) -> bool:
         assert self.pki is not None
@@ -320,7 +397,7 @@ class ControlPlane:
             f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
             f"--authorization-kubeconfig={kubeconfig}",
             "--bind-address=127.0.0.1", f"--secure-port={port}", "--leader-elect=false",
-            f"--feature-gates={self.gates()}",
+            f"--feature-gates={self.gates(f'kube-{stem}')}",
         ]
         if stem == "controller-manager":
             args += [
@@ -341,6 +418,20 @@ class ControlPlane:
                 return False
 
         return healthy
+
+    def _component_serving(self, stem: str) -> Callable[[], bool]:
+        """Healthy, and already authorizing the admin: /healthz is always allowed, but /metrics is authorized
+        through the apiserver, and for a moment after a start the admin's certificate is not yet recognised
+        (403). ``start`` never sees that moment: the next component's start takes longer."""
+        healthy = self._component_healthy(stem)
+
+        def serving() -> bool:
+            try:
+                return healthy() and bool(self._component_get(stem, "/metrics"))
+            except urllib.error.HTTPError:
+                return False
+
+        return serving
 
     def _component_get(self, stem: str, path: str) -> str:
         assert self.pki is not None

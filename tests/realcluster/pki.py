@@ -149,3 +149,34 @@ def write_kubeconfig(path: Path, server: str, ca_cert: Path, client: ClientCert,
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
+
+
+@dataclass(frozen=True, slots=True)
+class ServingPair:
+    """A serving certificate, its key and the CA that signed it (the CA is what a caBundle carries)."""
+
+    ca_cert: Path
+    cert: Path
+    key: Path
+
+
+def serving_certificate(directory: Path, ip: str = "127.0.0.1") -> ServingPair:
+    """A fresh CA of its own and a serving certificate for ``ip`` (and localhost) signed by it.
+
+    Written as ``ca.crt``, ``tls.crt`` and ``tls.key``: the layout of a cert-manager Secret, which is what
+    ``draledger run --webhook-cert-dir`` reads. Separate from the control plane's CA (rule 1): a webhook's CA is
+    only ever trusted through its configuration's ``caBundle``.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = _name("dra-ledger-test-webhook-ca")
+    ca = (_builder(ca_name, ca_name, ca_key.public_key())
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=False, content_commitment=False,
+                                       data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                                       crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    _write_cert(directory / "ca.crt", ca)
+    sans: list[x509.GeneralName] = [x509.IPAddress(ipaddress.ip_address(ip)), x509.DNSName("localhost")]
+    leaf = _leaf(directory, "tls", ca, ca_key, _name("draledger-webhook"), ExtendedKeyUsageOID.SERVER_AUTH, sans)
+    return ServingPair(directory / "ca.crt", leaf.cert, leaf.key)

@@ -128,3 +128,48 @@ class TestTeardown:
                     child.kill()
                     child.communicate()
         assert [] == wait_gone(pids, within=30)
+
+
+class TestRestart:
+    def test_a_restart_replaces_the_process_on_its_port_and_leaves_none_behind(
+            self, control_plane: ControlPlane) -> None:
+        """kube-scheduler restarted with its gate off, then on: a new process each time, same port, old ones gone."""
+        gate = "DRANodeAllocatableResources"
+        order = list(control_plane.pids())
+        before = control_plane.pids()["kube-scheduler"]
+        port = next(arg for arg in control_plane.components["kube-scheduler"].args if arg.startswith("--secure-port="))
+        control_plane.restart("kube-scheduler", feature_gates={gate: False})
+        try:
+            during = control_plane.pids()["kube-scheduler"]
+            off = feature_enabled(control_plane.scrape("kube-scheduler", "/metrics"), gate)
+            args = control_plane.components["kube-scheduler"].args
+        finally:
+            control_plane.component_gates.pop("kube-scheduler")
+            control_plane.restart("kube-scheduler")
+        after = control_plane.pids()["kube-scheduler"]
+
+        assert not off
+        assert feature_enabled(control_plane.scrape("kube-scheduler", "/metrics"), gate)
+        assert f"--feature-gates=DRAConsumableCapacity=true,{gate}=false" in args
+        assert port in args
+        assert port in control_plane.components["kube-scheduler"].args
+        assert 3 == len({before, during, after})
+        assert [before, during, after] == [pid for pid in control_plane.started_pids if pid in (before, during, after)]
+        assert [] == wait_gone([before, during], within=5)
+        assert order == list(control_plane.pids())  # stop() still goes newest first
+
+    def test_an_apiserver_restart_restarts_its_clients_and_leaves_none_behind(
+            self, control_plane: ControlPlane) -> None:
+        """kube-apiserver restarted: it, the scheduler and the controller-manager are new, and ready; the old gone."""
+        restarted = ("kube-apiserver", "kube-scheduler", "kube-controller-manager")
+        before = control_plane.pids()
+
+        control_plane.restart("kube-apiserver")
+
+        after = control_plane.pids()
+        assert before["etcd"] == after["etcd"]
+        assert [] == [name for name in restarted if before[name] == after[name]]
+        assert [] == wait_gone([before[name] for name in restarted], within=5)
+        assert "ok" == control_plane.api().get("/readyz")
+        assert "ok" == control_plane.scrape("kube-scheduler", "/healthz")
+        assert list(before) == list(after)

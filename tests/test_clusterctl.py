@@ -372,7 +372,7 @@ class TestUnreachableServer:
             pytest.param(None, "no such file", id="missing"),
             pytest.param("garbage: [\n", "cannot use the kubeconfig", id="not-yaml"),
             pytest.param("apiVersion: v1\nkind: Config\ncurrent-context: nope\ncontexts: []\nclusters: []\n"
-                         "users: []\n", "it names 'nope' but does not define it", id="unknown-context"),
+                         "users: []\n", "Expected object with name nope", id="unknown-context"),
         ],
     )
     @pytest.mark.parametrize("argv", COMMANDS)

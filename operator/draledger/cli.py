@@ -56,6 +56,7 @@ def _connection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--server", default=os.environ.get("DRALEDGER_SERVER", ""),
                         help="API server URL (default: in-cluster config, then KUBECONFIG)")
     parser.add_argument("--kubeconfig", default="", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    parser.add_argument("--context", default="", help="kubeconfig context (default: its current context)")
 
 
 def _crd(args: argparse.Namespace) -> int:

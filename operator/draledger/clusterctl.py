@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import socket
 import ssl
 import sys
@@ -33,7 +32,7 @@ from typing import Any, TextIO
 import aiohttp
 import yaml
 
-from draledger.config import OperatorConfig
+from draledger.connecting import CredentialsError, Source, credentials
 from draledger.kubeapi import ApiError, KubeApi, NotFound
 from draledger.ledgers import API_VERSION, KIND, PLURAL
 from draledger.views.problems import show
@@ -58,22 +57,15 @@ class CommandError(Exception):
 # ------------------------------------------------------------------ talking to the API server
 
 
-def connect(server: str, kubeconfig: str) -> KubeApi:
+def connect(server: str, kubeconfig: str, context: str = "") -> KubeApi:
     """A client with short timeouts; CommandError(2) when no usable credentials can be found."""
-    from draledger.running import connection_info
-
-    if kubeconfig:
-        if not os.path.isfile(kubeconfig):
-            raise CommandError(f"cannot use the kubeconfig {kubeconfig}: no such file", 2)
-        os.environ["KUBECONFIG"] = kubeconfig
-    source = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    source = Source(server, kubeconfig, context)
     try:
-        info = connection_info(OperatorConfig(server=server))
-    except SystemExit as error:  # no credentials at all
-        raise CommandError(f"{error}", 2) from None
-    except Exception as error:  # kopf's login: a missing file, bad YAML, an unknown context or user
-        raise CommandError(f"cannot use the kubeconfig {source}: {_cause(error)}", 2) from None
-    return KubeApi(info, attempts=ATTEMPTS, timeout=TIMEOUT, connect_timeout=CONNECT_TIMEOUT)
+        info = credentials(source)
+    except CredentialsError as error:
+        raise CommandError(str(error), 2) from None
+    return KubeApi(info, attempts=ATTEMPTS, timeout=TIMEOUT, connect_timeout=CONNECT_TIMEOUT,
+                   login=lambda: credentials(source))
 
 
 def _cause(error: BaseException) -> str:
@@ -399,7 +391,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     async def go() -> int:
         if args.command == "resume" and args.since_export:
             read_export(args.since_export, None if args.all else args.node)  # refuse a bad file before connecting
-        api = connect(args.server, args.kubeconfig)
+        api = connect(args.server, args.kubeconfig, args.context)
         try:
             try:
                 await api.session()  # builds the TLS context: a missing CA file is a bad kubeconfig

@@ -23,7 +23,9 @@ class OperatorConfig:
     metrics_port: int = 8080  # /metrics, /healthz, /readyz
     numa_attributes: tuple[str, ...] = DEFAULT_NUMA_ATTRIBUTES
     node_selector: str = ""  # label selector: only these nodes get ledgers (canary)
-    server: str = ""  # explicit API URL (demo, tests); otherwise in-cluster config or KUBECONFIG
+    server: str = ""  # explicit API URL (demo, tests); otherwise in-cluster config or a kubeconfig
+    kubeconfig: str = ""  # a kubeconfig file ("" : $KUBECONFIG, then ~/.kube/config, or in-cluster)
+    context: str = ""  # the kubeconfig context ("" : its current context)
     log_format: str = "json"
     log_level: str = "info"
     watch_timeout: int = 30  # seconds per watch request: a clean reconnect proves the stream is alive
@@ -102,6 +104,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=_env("server", d.server),
         help="API server URL (default: in-cluster config, then KUBECONFIG)",
     )
+    parser.add_argument(
+        "--kubeconfig",
+        default=_env("kubeconfig", d.kubeconfig),
+        help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster ServiceAccount)",
+    )
+    parser.add_argument(
+        "--context", default=_env("context", d.context), help="kubeconfig context (default: its current context)"
+    )
     parser.add_argument("--log-format", choices=("json", "console"), default=_env("log-format", d.log_format))
     parser.add_argument(
         "--log-level", choices=("debug", "info", "warning", "error"), default=_env("log-level", d.log_level)
@@ -174,6 +184,8 @@ def from_args(args: argparse.Namespace) -> OperatorConfig:
         numa_attributes=tuple(attributes) or DEFAULT_NUMA_ATTRIBUTES,
         node_selector=args.node_selector,
         server=args.server,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
         log_format=args.log_format,
         log_level=args.log_level,
         watch_timeout=args.watch_timeout,

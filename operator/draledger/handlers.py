@@ -7,6 +7,7 @@ finalizers, no per-object tasks).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 import kopf
@@ -23,10 +24,14 @@ WATCHED = (
 )
 
 
-def register(registry: kopf.OperatorRegistry, runtime: Runtime, info: kopf.ConnectionInfo) -> None:
+def register(
+    registry: kopf.OperatorRegistry, runtime: Runtime, login: Callable[[], kopf.ConnectionInfo]
+) -> None:
+    """``login`` gives fresh credentials; Kopf calls it at start and again whenever the API answers 401."""
+
     @kopf.on.login(registry=registry)
-    async def login(**_: Any) -> kopf.ConnectionInfo:
-        return info
+    async def login_handler(**_: Any) -> kopf.ConnectionInfo:
+        return login()
 
     for kind, selector in WATCHED:
 

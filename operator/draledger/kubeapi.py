@@ -1,11 +1,14 @@
 """A small async Kubernetes API client for the operator's own writes (ledgers, events, pod gates/status).
 
 Rules:
-1. Credentials come from Kopf's login (``kopf.ConnectionInfo``): in-cluster, KUBECONFIG, or an explicit URL.
+1. Credentials are a ``kopf.ConnectionInfo`` (draledger.connecting): in-cluster, a kubeconfig, or an explicit
+   URL. A 401 loads them again (``login``) and retries once: rotated tokens and exec plugins keep working.
 2. 429, 5xx and connection errors are retried with capped exponential backoff (honouring Retry-After);
    409/422 are returned to the caller as ``Conflict`` (it re-reads and decides), 404 as ``NotFound``; other 4xx
    raise ``ApiError``.
-3. Nothing here decides what to write: callers pass complete patches.
+3. Nothing here decides what to write: callers pass complete patches. Writes carry ``fieldManager=draledger``
+   and every request a ``draledger/<version>`` User-Agent, so the API server's audit log and managedFields
+   name the operator.
 """
 
 from __future__ import annotations
@@ -19,7 +22,11 @@ from typing import Any
 import aiohttp
 import kopf
 
+from draledger import __version__
+
 JSON_PATCH = "application/json-patch+json"
+FIELD_MANAGER = "draledger"
+USER_AGENT = f"draledger/{__version__}"
 MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -52,11 +59,13 @@ class KubeApi:
         attempts: int = 8,
         timeout: float = 30.0,
         connect_timeout: float | None = None,
+        login: Callable[[], kopf.ConnectionInfo] | None = None,
     ) -> None:
         """``attempts`` retries of 429, 5xx and connection errors; ``timeout`` seconds per request, of which
         ``connect_timeout`` to connect (commands use short ones, so an unreachable server fails fast)."""
         self.server = info.server.rstrip("/")
         self._info = info
+        self._login = login
         self._sleep = sleep
         self._attempts = attempts
         self._timeout = aiohttp.ClientTimeout(total=timeout, connect=connect_timeout)
@@ -78,9 +87,21 @@ class KubeApi:
 
     def _headers(self) -> dict[str, str]:
         info = self._info
+        headers = {"User-Agent": USER_AGENT}
         if info.token:
-            return {"Authorization": f"{info.scheme or 'Bearer'} {info.token}"}
-        return {}
+            headers["Authorization"] = f"{info.scheme or 'Bearer'} {info.token}"
+        return headers
+
+    async def relogin(self) -> bool:
+        """Load the credentials again (after a 401); False when there is nothing to load them from."""
+        if self._login is None:
+            return False
+        self._info = self._login()
+        self.server = self._info.server.rstrip("/")
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+        return True
 
     async def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -120,6 +141,9 @@ class KubeApi:
         never holds a slot for long)."""
         what = what or f"{method} {path}"
         delays = backoffs(attempts=self._attempts if attempts is None else attempts)
+        if method in ("POST", "PUT", "PATCH"):
+            params = {**(params or {}), "fieldManager": FIELD_MANAGER}
+        relogged = False
         for attempt in range(len(delays) + 1):
             try:
                 session = await self.session()
@@ -138,6 +162,9 @@ class KubeApi:
                     payload = json.loads(text) if text else None
                     if response.status < 400:
                         return payload
+                    if response.status == 401 and not relogged and await self.relogin():
+                        relogged = True  # expired or rotated credentials: fresh ones, once, at once
+                        continue
                     if response.status in (409, 422):
                         raise Conflict(response.status, payload, what)
                     if response.status == 404:

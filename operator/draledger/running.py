@@ -15,6 +15,7 @@ import structlog
 
 from draledger import handlers, probes
 from draledger.config import OperatorConfig
+from draledger.connecting import CredentialsError, Source, credentials
 from draledger.kubeapi import KubeApi
 from draledger.metrics import Metrics
 from draledger.runtime import Runtime
@@ -24,14 +25,15 @@ from draledger.writing import Writer
 log = structlog.get_logger("draledger")
 
 
+def source_of(config: OperatorConfig) -> Source:
+    return Source(config.server, config.kubeconfig, config.context)
+
+
 def connection_info(config: OperatorConfig) -> kopf.ConnectionInfo:
-    if config.server:
-        return kopf.ConnectionInfo(server=config.server, insecure=config.server.startswith("http://") or None)
-    settings = kopf.OperatorSettings()
-    info = kopf.login_with_service_account(settings=settings) or kopf.login_with_kubeconfig(settings=settings)
-    if info is None:
-        raise SystemExit("no Kubernetes credentials: not in a cluster, no KUBECONFIG, and no --server")
-    return info
+    try:
+        return credentials(source_of(config))
+    except CredentialsError as error:
+        raise SystemExit(f"error: {error}") from None
 
 
 class Operator:
@@ -47,7 +49,7 @@ class Operator:
         self.stop_flag: asyncio.Event | None = stop
         self.metrics = Metrics()
         self.runtime = Runtime(config, self.metrics, asyncio.get_running_loop().time)
-        self.api = KubeApi(connection_info(config))
+        self.api = KubeApi(connection_info(config), login=lambda: credentials(source_of(config)))
         self.writer = Writer(self.runtime, self.api)
         self.port = 0
         self._writer_task: asyncio.Task[Any] | None = None
@@ -78,8 +80,9 @@ class Operator:
 
     async def run(self) -> None:
         registry = kopf.OperatorRegistry()
-        info = self.api._info
-        handlers.register(registry, self.runtime, info)
+        first = self.api._info
+        logins = iter([first])  # the credentials already loaded serve the first login; later ones load afresh
+        handlers.register(registry, self.runtime, lambda: next(logins, None) or credentials(source_of(self.config)))
         app = probes.application(self.metrics, self.alive, self.runtime.rebuilt.is_set)
         runner, self.port = await probes.serve(app, self.config.metrics_host, self.config.metrics_port)
         log.info(

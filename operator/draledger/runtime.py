@@ -5,15 +5,23 @@ Rules:
    touches dirty. Nothing here writes to the API (the writer does).
 2. Rebuild: every kind's initial LIST must be complete (``Bookmark.LISTED``) and every listed object
    processed before ``rebuilt`` is set; until then every ledger is Rebuilding and nothing acts on them.
-3. A relist (after 410 Gone) forgets the objects of that kind that the new list no longer contains; a relist
-   of the ledgers forgets the stored ledgers it no longer contains, so they are created again.
+3. A relist (after 410 Gone) forgets the objects of that kind that the new list no longer contains (by uid:
+   a name deleted and created again during the gap is the new object, and stays); a relist of the ledgers
+   forgets the stored ledgers it no longer contains, so they are created again.
 4. Malformed objects never raise out of here: they become problems in the ledgers of their nodes.
 5. What is stored is read back: every event of a ledger updates what the writer believes the API holds
-   (versions, content), so a ledger deleted or edited behind the operator's back is written again.
+   (versions, content), so a ledger deleted or edited behind the operator's back is written again. The
+   object a status write returns is read back too (its ``spec``: a freeze or resume stored just before the
+   write shows there, and its own event, older than the write, is skipped).
 6. A ResourceSlice whose pool generation goes back is refused, and the refusal is kept per slice (and in
    the ledgers, which seed it again after a restart) until the driver publishes the generation again.
 7. Stream health is judged now: ``streams_unhealthy`` names any watch that is broken or relisting this
-   moment, or has made no contact within the freshness window; the gate release asks it before every pass.
+   moment, reconnecting for longer than ``RECONNECT_GRACE`` (its stream ended and no new request has
+   succeeded: Kopf retries a failing one inside a single call), or silent for the freshness window; the gate
+   release asks it before every pass. A shorter reconnection is a watch request's ordinary renewal (every
+   ``--watch-timeout``): the server replays from the last resourceVersion, so it only delays events. A
+   stream that makes contact again after being held against wakes the writer, so that the pods held
+   meanwhile are looked at again at once.
 """
 
 from __future__ import annotations
@@ -33,9 +41,11 @@ from draledger.metrics import Metrics
 from draledger.selectors import parse_selector
 from draledger.state import ClusterState, GenerationRegression
 from draledger.views import SliceView, read_claim, read_node, read_pod, read_slice
+from draledger.views.slices import DeviceMemo
 from draledger.watching import KINDS, LEDGERS_KIND, StreamHealth
 
 log = structlog.get_logger("draledger")
+RECONNECT_GRACE = 0.25  # seconds a watch may take to renew its request before it counts as down (rule 7)
 VOLATILE = ("observedTime", "ledgerVersion", "mappingVersion")
 
 
@@ -81,6 +91,13 @@ class Stored:
     resource_version: str = ""
     has_status: bool = False
 
+    def read_spec(self, spec: Mapping[str, Any]) -> bool:
+        """Take the freeze the API shows; whether it changed."""
+        before = (self.frozen, self.frozen_reason)
+        self.frozen = spec.get("frozen") is True
+        self.frozen_reason = _str(spec.get("reason"))
+        return (self.frozen, self.frozen_reason) != before
+
     def read(self, obj: Mapping[str, Any]) -> None:
         """Take what the API shows of the object (a LIST item, a GET answer or a watch event)."""
         meta = _dict(obj.get("metadata"))
@@ -89,8 +106,7 @@ class Stored:
         self.exists = True
         self.uid = str(meta.get("uid") or self.uid)
         self.resource_version = str(meta.get("resourceVersion") or "")
-        self.frozen = spec.get("frozen") is True
-        self.frozen_reason = _str(spec.get("reason"))
+        self.read_spec(spec)
         self.has_status = bool(status)
         self.ledger_version = self.guard_version = _int(status.get("ledgerVersion"))
         self.mapping_version = _int(status.get("mappingVersion"))
@@ -136,6 +152,7 @@ class Runtime:
         self.metrics = metrics
         self.clock = clock
         self.state = ClusterState()
+        self.memo = DeviceMemo()  # republished slices keep their devices unread (views.slices, rule 4)
         self.dirty: dict[str, float] = {}  # node -> when it first turned dirty (for write latency)
         self.touched: set[str] = set()  # nodes marked since the gate releaser last looked (it drains it)
         self.wakeup = asyncio.Event()
@@ -236,6 +253,8 @@ class Runtime:
             statuses = pod.claim_statuses
             if statuses:  # the last entry's shape, as a loop over them would leave it
                 self.shape_seen = statuses[-1].shape
+                if self.shape_seen == "v1.37" and state.api != "v1.37":
+                    self.mark(state.set_api("v1.37"))
             if GATE in pod.scheduling_gates:
                 self.gated.add(key)
                 self.wakeup.set()
@@ -259,10 +278,11 @@ class Runtime:
             if self.gated:  # a held pod may have been waiting for this claim (ClaimNotSeen, pinning, room)
                 self.wakeup.set()
         else:
-            name = meta.get("name") if isinstance(meta := body.get("metadata"), dict) else None
-            view = read_slice(body, keyed=True, previous=state.slices.get(name) if isinstance(name, str) else None)
+            view = read_slice(body, self.memo)
             if view.shape == "v1.37" and view.devices:
                 self.shape_seen = self.shape_seen or "v1.37"
+            if self.shape_seen == "v1.37" and state.api != "v1.37":  # the server's rules, once it shows them
+                self.mark(state.set_api("v1.37"))
             self._upsert_slice(view)
             self._uids[kind][uid] = view.name
 
@@ -333,6 +353,7 @@ class Runtime:
                 self.wakeup.set()
             return state.delete_claim(key)
         self.floors.pop(key, None)
+        self.memo.forget(key)
         self._accept(key)
         return state.delete_slice(key)
 
@@ -366,15 +387,11 @@ class Runtime:
         if same and rv and stored.resource_version and not newer(rv, stored.resource_version):
             return  # our own write, or an event older than it
         status = _dict(body.get("status"))
-        before = (stored.frozen, stored.frozen_reason)
         if same and _int(status.get("ledgerVersion")) == stored.guard_version and (
             (semantic_content(status) if status else "") == stored.content
         ):
-            spec = _dict(body.get("spec"))
             stored.resource_version = rv
-            stored.frozen = spec.get("frozen") is True
-            stored.frozen_reason = _str(spec.get("reason"))
-            if (stored.frozen, stored.frozen_reason) != before:
+            if stored.read_spec(_dict(body.get("spec"))):
                 self.mark({name})
             return
         # New, edited or rewritten behind the writer's back: take what is stored (versions never go back);
@@ -411,15 +428,27 @@ class Runtime:
             return
         if self._listed[kind]:  # a relist: forget what vanished during the gap
             self.metrics.watch_restarts.labels(kind).inc()
-            gone = [uid for uid in self._uids[kind] if uid not in listed]
-            for uid in gone:
-                self.mark(self._forget(kind, self._uids[kind].pop(uid)))
+            uids = self._uids[kind]
+            gone = [uid for uid in uids if uid not in listed]
+            if gone:  # a name deleted and created again during the gap lives on under its new uid: keep it
+                kept = {uids[uid] for uid in listed if uid in uids}
+                for uid in gone:
+                    key = uids.pop(uid)
+                    if key not in kept:
+                        self.mark(self._forget(kind, key))
         self._listed[kind] = True
         self._check_rebuilt()
 
     def contact(self, kind: str) -> None:
         if kind in self.health:
-            self.health[kind].contact(self.clock())
+            health, now = self.health[kind], self.clock()
+            if self.gated and (health.broken_since is not None or health.reconnecting(now, RECONNECT_GRACE)):
+                self.wakeup.set()  # releases held while this stream was down are tried again now
+            health.contact(now)
+
+    def connecting(self, kind: str) -> None:
+        if kind in self.health:
+            self.health[kind].connecting(self.clock())
 
     def broken(self, kind: str, reason: str) -> None:
         if kind in self.health:
@@ -468,6 +497,8 @@ class Runtime:
                 reasons.append(f"the {kind} watch is relisting")
             elif health.broken_since is not None:
                 reasons.append(f"the {kind} watch is broken ({health.broken_reason})")
+            elif health.reconnecting(now, RECONNECT_GRACE):
+                reasons.append(f"the {kind} watch is reconnecting")
             elif health.last_contact is None or now - health.last_contact > window:
                 reasons.append(f"no recent contact with the {kind} watch")
         return "; ".join(reasons)

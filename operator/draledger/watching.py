@@ -11,6 +11,12 @@ watching layer, pinned to kopf==1.45.2 (a test fails loudly if they move):
 * ``api.request``: a successful LIST or WATCH request for a resource is contact with the server; with a
   server-side watch timeout, a healthy but quiet stream makes contact every ``watch_timeout`` seconds.
 
+A stream is *reconnecting* from the moment its watch ends (a timeout, an error, a dropped connection) or a
+LIST or WATCH request for it starts, until that request succeeds. Kopf retries a failing request inside one
+call (5xx, refused connections: its error backoffs, for ever), so nothing else would tell that the stream is
+down while it retries; the runtime holds releases while any stream has been reconnecting for longer than
+an ordinary renewal of its request takes.
+
 Rules: the wrappers only observe; they never drop, reorder or alter an event. Observers are called
 synchronously and must be cheap.
 """
@@ -33,6 +39,7 @@ class Observer(Protocol):
     def listed_object(self, kind: str, uid: str) -> None: ...
     def listing_done(self, kind: str) -> None: ...
     def contact(self, kind: str) -> None: ...
+    def connecting(self, kind: str) -> None: ...
     def broken(self, kind: str, reason: str) -> None: ...
 
 
@@ -87,10 +94,15 @@ class Hooks:
             except Exception as error:
                 hooks._each("broken", kind, f"watch failed: {type(error).__name__}")
                 raise
+            finally:  # whatever ended the stream, it is not live until a new request succeeds
+                hooks._each("connecting", kind)
 
         async def request(*args: Any, **kwargs: Any) -> Any:
             url = str(kwargs.get("url", args[1] if len(args) > 1 else ""))
+            method = str(kwargs.get("method", args[0] if args else "")).upper()
             kind = kind_of_url(url)
+            if kind and method == "GET":  # a LIST or a WATCH: Kopf writes nothing to these resources
+                hooks._each("connecting", kind)
             try:
                 response = await original_request(*args, **kwargs)
             except Exception as error:
@@ -127,11 +139,21 @@ class StreamHealth:
     broken_since: float | None = None
     broken_reason: str = ""
     restarts: int = 0
+    connecting_since: float | None = None  # the stream ended or a request for it is under way
 
     def contact(self, now: float) -> None:
         self.last_contact = now
         self.broken_since = None
         self.broken_reason = ""
+        self.connecting_since = None
+
+    def connecting(self, now: float) -> None:
+        if self.connecting_since is None:
+            self.connecting_since = now
+
+    def reconnecting(self, now: float, grace: float) -> bool:
+        """Whether the stream has been down (ended, its new request not yet answered) for ``grace`` seconds."""
+        return self.connecting_since is not None and now - self.connecting_since >= grace
 
     def broken(self, now: float, reason: str) -> None:
         if self.broken_since is None:

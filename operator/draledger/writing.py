@@ -16,7 +16,8 @@ Rules:
    test re-reads the object and plans again; a 404 re-reads it and creates it.
 5. ``ledgerVersion`` +1 per content change, ``mappingVersion`` +1 per mapping-fingerprint change; both
    continue from the stored object across restarts, re-reads and recreations, and never decrease.
-6. A ledger is created only for a Node that exists now, with that Node's uid as its owner.
+6. A ledger is created only for a Node that exists now, with that Node's uid as its owner. A create
+   answered 409 reads the ledger back; if there is none, the create failed and is tried again.
 7. Until the rebuild is complete nothing is computed or written, except marking stored ledgers Rebuilding.
 """
 
@@ -267,6 +268,9 @@ class Writer:
         stored.conditions, stored.has_status = body["conditions"], True
         meta = (answer or {}).get("metadata") if isinstance(answer, dict) else None
         stored.resource_version = str((meta or {}).get("resourceVersion") or "")
+        spec = answer.get("spec") if isinstance(answer, dict) else None
+        if isinstance(spec, dict) and stored.read_spec(spec):
+            runtime.mark({node})  # frozen or resumed since the last ledger event: that event is older than this
         runtime.metrics.set_phase(node, stored.phase)
         if old_phase != stored.phase:
             await self._phase_event(node, stored, old_phase, self._phase_message(plan.ledger, stored))
@@ -290,9 +294,13 @@ class Writer:
         obj.pop("status")
         try:
             created = await self.api.create(LEDGERS, obj, attempts=1)
-        except Conflict:  # it exists after all (created by an earlier run whose list we missed): read it
+        except Conflict as error:  # it exists after all (created by an earlier run whose list we missed): read it
             await self._reread(node, stored)
-            return stored.exists
+            if not stored.exists:  # gone again, or refused for another reason: a failed write, tried again
+                runtime.metrics.write_failures.labels("ledger", str(error.status)).inc()
+                log.warning("ledger create refused, yet no ledger is stored; will retry", node=node, error=str(error))
+                raise
+            return True
         except ApiError as error:
             runtime.metrics.write_failures.labels("ledger", str(error.status)).inc()
             raise

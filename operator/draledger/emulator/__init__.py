@@ -21,10 +21,11 @@ Usage::
 from draledger.emulator.cluster import ClusterEmulator
 from draledger.emulator.discovery import CLUSTER_RESOURCES, Declaration, register_cluster_resources
 from draledger.emulator.errors import ApiError
+from draledger.emulator.faults import Shuffle
 from draledger.emulator.journals import Change
 from draledger.emulator.printing import PrinterColumn
 from draledger.emulator.selectors import Selector, parse_selector
-from draledger.emulator.serving import serve_emulator, write_kubeconfig
+from draledger.emulator.serving import EmulatorServer, serve_emulator, write_kubeconfig
 from draledger.emulator.store import ResourceSpec, Store
 
 __all__ = [
@@ -33,9 +34,11 @@ __all__ = [
     "Change",
     "ClusterEmulator",
     "Declaration",
+    "EmulatorServer",
     "PrinterColumn",
     "ResourceSpec",
     "Selector",
+    "Shuffle",
     "Store",
     "parse_selector",
     "register_cluster_resources",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import random
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
@@ -32,7 +33,7 @@ import kmock
 from kmock._internal import rendering
 
 from draledger.emulator import errors, patches, printing
-from draledger.emulator.faults import Faults, WatchFault, WriteFault
+from draledger.emulator.faults import Faults, Shuffle, WatchFault, WriteFault, WriteTarget
 from draledger.emulator.listing import list_document
 from draledger.emulator.scaffold import ClusterScaffold, api_version_of, with_api_version
 from draledger.emulator.selectors import parse_selector
@@ -141,6 +142,12 @@ class ClusterEmulator(ClusterScaffold):
         fault = WatchFault(status=status, as_event=(status == 410) if as_event is None else as_event)
         self._faults.arm_watch(spec.resource, fault, times)
 
+    def inject_list_error(
+        self, resource: ResourceRef, status: int, *, times: int = 1, retry_after: int | None = None
+    ) -> None:
+        """Fail the next ``times`` LIST requests of the resource with ``status`` (watches are not lists)."""
+        self._faults.arm_list(self.require(resource).resource, WriteFault(status, retry_after), times)
+
     def inject_disconnect(self, resource: ResourceRef) -> None:
         """End every watch stream that is currently open on this resource (clients must reconnect)."""
         self._store.journal(self.require(resource).resource).disconnect()
@@ -153,11 +160,12 @@ class ClusterEmulator(ClusterScaffold):
         times: int = 1,
         retry_after: int | None = None,
         name: str | None = None,
+        target: WriteTarget = "any",
     ) -> None:
-        """Fail the next ``times`` PATCH requests (main or status; of the object ``name`` only, if given) with
-        ``status``, applying nothing."""
+        """Fail the next ``times`` PATCH requests (main or status, or only the one ``target`` names; of the
+        object ``name`` only, if given) with ``status``, applying nothing."""
         self._faults.arm_write(
-            self.require(resource).resource, "patch", WriteFault(status, retry_after), times, name
+            self.require(resource).resource, "patch", WriteFault(status, retry_after), times, name, target
         )
 
     def inject_create_error(
@@ -174,6 +182,21 @@ class ClusterEmulator(ClusterScaffold):
         self._faults.arm_write(
             self.require(resource).resource, "create", WriteFault(status, retry_after), times, name
         )
+
+    def inject_watch_shuffle(
+        self,
+        resource: ResourceRef,
+        *,
+        events: int,
+        seed: int = 0,
+        duplicate: float = 0.25,
+        swap: float = 0.5,
+    ) -> Shuffle:
+        """Duplicate and swap (never across one object) the resource's next ``events`` watch events; returns
+        the shuffle, whose counters say what it did."""
+        shuffle = Shuffle(events, duplicate, swap, random.Random(seed))
+        self._faults.arm_shuffle(self.require(resource).resource, shuffle)
+        return shuffle
 
     @property
     def faults(self) -> Faults:
@@ -213,6 +236,11 @@ class ClusterEmulator(ClusterScaffold):
             event = {"type": "ERROR", "object": errors.status_body(error)}
             response: aiohttp.web.StreamResponse = await rendering.Response(payload=(event,))(request)
             return response
+        if request.action == kmock.action.LIST:
+            list_fault = self._faults.take_list(spec.resource)
+            if list_fault is not None:
+                raise errors.from_status(list_fault.status, retry_after=list_fault.retry_after)
+            return None
 
         verb = self._verb(request)
         if verb is None:
@@ -221,7 +249,7 @@ class ClusterEmulator(ClusterScaffold):
         if verb == "create" and isinstance(request.data, Mapping):
             meta = request.data.get("metadata")
             target = meta.get("name") if isinstance(meta, Mapping) and isinstance(meta.get("name"), str) else None
-        write_fault = self._faults.take_write(spec.resource, verb, target)
+        write_fault = self._faults.take_write(spec.resource, verb, target, request.subresource)
         if write_fault is not None:
             raise errors.from_status(write_fault.status, retry_after=write_fault.retry_after)
         namespace = request.namespace if spec.namespaced else None
@@ -372,6 +400,12 @@ class ClusterEmulator(ClusterScaffold):
             return printing.object_table(rendered, columns, version=table, params=request.params, now=self.now())
 
         yield b""  # send the headers now: a quiet watch must still look connected to the client
+        faults, resource = self._faults, spec.resource
+
+        def mangle(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            shuffle = faults.shuffle(resource)
+            return batch if shuffle is None else shuffle.mangle(batch)
+
         async for event in stream_events(
             self._store,
             spec,
@@ -381,5 +415,6 @@ class ClusterEmulator(ClusterScaffold):
             params=params,
             render=render,
             bookmark_interval=self.bookmark_interval,
+            mangle=mangle,
         ):
             yield event

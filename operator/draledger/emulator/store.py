@@ -22,6 +22,9 @@ Rules (each one is kube-apiserver's behaviour, simplified where it says so):
    whose ``ownerReferences`` name its uid and that has no other live owner; recursively. ``Orphan`` skips it.
 6. The objects live in kmock's ``ObjectsArray`` (so ``emulator.objects[...]`` and ``.history`` keep working
    in tests); each object's history is trimmed to ``history_limit`` versions. Stored dicts are never mutated.
+7. Listeners (:meth:`Store.listen`) are called synchronously with every change, after it is journalled, in
+   RV order, whatever the journal limit: a test can keep the whole history of the cluster. A listener must
+   be cheap and must not change the store.
 
 Deliberately not emulated: admission, validation, defaulting beyond the pod phase, namespace existence and
 namespace-deletion cascades, foreground deletion, pod graceful termination, strategic-merge list merging.
@@ -41,9 +44,10 @@ import kmock
 from draledger.emulator import errors, patches
 from draledger.emulator.journals import Change, ChangeType, Clock, Journal
 
-__all__ = ["ResourceSpec", "Store", "rfc3339"]
+__all__ = ["Listener", "ResourceSpec", "Store", "rfc3339"]
 
 Key = tuple[kmock.resource, str | None, str]
+Listener = Callable[[kmock.resource, Change], None]
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
 _SERVER_OWNED = (
     "name",
@@ -109,6 +113,12 @@ class Store:
         self._journal_limit = journal_limit
         self._history_limit = history_limit
         self._journals: dict[kmock.resource, Journal] = {}
+        self._listeners: list[Listener] = []
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(resource, change)`` for every later change (rule 7); returns the way to stop."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
 
     def journal(self, resource: kmock.resource) -> Journal:
         if resource not in self._journals:
@@ -366,7 +376,10 @@ class Store:
         obj: dict[str, Any],
         old: dict[str, Any] | None,
     ) -> None:
-        self.journal(resource).append(Change(rv=rv, type=kind, obj=obj, old=old))
+        change = Change(rv=rv, type=kind, obj=obj, old=old)
+        self.journal(resource).append(change)
+        for listener in self._listeners:
+            listener(resource, change)
 
     def _trim(self, key: Key) -> None:
         history = self.objects[key].history

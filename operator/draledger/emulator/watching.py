@@ -13,6 +13,8 @@ Rules (kube-apiserver's cacher, ``k8s.io/apiserver/pkg/storage/cacher``):
    ``bookmark_interval`` seconds without an event. ``timeoutSeconds`` ends the stream cleanly after that
    many seconds of the event loop's clock. An injected disconnect ends it cleanly at once.
 5. Every object carries its real RV; events are yielded as plain dicts (kmock writes them as JSON lines).
+6. ``mangle`` (fault injection, :class:`~draledger.emulator.faults.Shuffle`) sees each batch of journal
+   events a stream sends without waiting, and returns what is sent instead.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = ["WatchParams", "stream_events", "transition"]
 Event = dict[str, Any]
 Render = Callable[[dict[str, Any]], dict[str, Any]]
 Scope = Callable[[Mapping[str, Any]], bool]
+Mangle = Callable[[list[Event]], list[Event]]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
@@ -99,6 +102,7 @@ async def stream_events(
     selector: Selector,
     params: WatchParams,
     bookmark_interval: float | None,
+    mangle: Mangle | None = None,
 ) -> AsyncIterator[Event]:
     """Yield the watch events of one request until timeout, disconnect or expiry (never raises)."""
     loop = asyncio.get_running_loop()
@@ -126,13 +130,17 @@ async def stream_events(
             error = errors.expired(f"too old resource version: {cursor} ({journal.floor})")
             yield {"type": "ERROR", "object": errors.status_body(error)}
             return
+        batch = []
         for change in changes:
-            cursor = change.rv
             event = transition(change, scope, selector)
             if event is not None:
-                yield {"type": event["type"], "object": render(event["object"])}
-                if interval is not None:
-                    next_bookmark = loop.time() + interval
+                batch.append({"type": event["type"], "object": render(event["object"])})
+        if changes:
+            cursor = changes[-1].rv
+        for event in mangle(batch) if mangle is not None and batch else batch:
+            yield event
+            if interval is not None:
+                next_bookmark = loop.time() + interval
         if changes:
             continue
 

@@ -1,0 +1,157 @@
+"""The fault suite's own judges, on hand-made timelines: they must flag what they exist to flag."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from draledger.accounting.release import GATE
+from draledger.emulator import Change
+from tests.faults.checks import judge
+from tests.faults.objects import allocation, claim_body, cpu_slice, node_body, pod_body
+from tests.faults.timeline import OPERATOR, Entry
+
+LEDGERS = "nodeallocatableledgers"
+
+
+class Recorder:
+    """Builds a timeline by hand: every change stored at a given moment by a given actor."""
+
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.rv = 0
+
+    def put(self, at: float, plural: str, obj: dict[str, Any], actor: str = "churn") -> dict[str, Any]:
+        self.rv += 1
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        key = (plural, obj["metadata"]["name"])
+        old = self.objects.get(key)
+        self.objects[key] = obj
+        self.entries.append(Entry(at, plural, Change(self.rv, "MODIFIED" if old else "ADDED", obj, old), actor))
+        return obj
+
+    def cluster(self) -> None:
+        for name in ("n1", "n2"):
+            self.put(0.0, "nodes", node_body(name))
+            self.put(0.0, "resourceslices", cpu_slice(name, 1))
+
+    def release(self, at: float, pod: dict[str, Any], *, away_from: list[str] | None = None) -> None:
+        released = copy.deepcopy(pod)
+        released["spec"]["schedulingGates"] = [g for g in pod["spec"]["schedulingGates"] if g["name"] != GATE]
+        if away_from:
+            released["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "NotIn", "values": away_from}]}]}}}
+        self.put(at, "pods", released, OPERATOR)
+
+
+def not_ready(name: str) -> dict[str, Any]:
+    node = node_body(name)
+    node["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletDown"}]
+    return node
+
+
+def ledger(name: str, version: int, mapping: int, owner: str = "uid-1", frozen: bool = False) -> dict[str, Any]:
+    return {"metadata": {"name": name, "ownerReferences": [{"uid": owner}]}, "spec": {"frozen": frozen},
+            "status": {"ledgerVersion": version, "mappingVersion": mapping}}
+
+
+class TestReleases:
+    @pytest.mark.parametrize(("down_at", "wrong"), [
+        pytest.param(3.0, ["n2"], id="unsafe-for-the-whole-grace"),
+        pytest.param(4.5, [], id="unsafe-only-within-the-grace"),
+    ])
+    def test_a_release_onto_a_node_not_ready_for_longer_than_the_grace(self, down_at: float, wrong: list[str]) -> None:
+        """A pod allowed onto n2 while n2 had been NotReady for a second is wrong; for half a second it is not."""
+        timeline = Recorder()
+        timeline.cluster()
+        timeline.put(1.0, "resourceclaims", claim_body("c"))
+        pod = timeline.put(1.0, "pods", pod_body("p", "100m", claim="c", gates=(GATE,)))
+        timeline.put(down_at, "nodes", not_ready("n2"))
+        timeline.release(5.0, pod)
+        (release,) = judge(timeline.entries).releases
+        assert wrong == sorted(release.wrong)
+
+    def test_a_release_that_keeps_away_from_the_unsafe_node_is_right(self) -> None:
+        """The operator's NotIn affinity takes the unsafe node out of the judgement."""
+        timeline = Recorder()
+        timeline.cluster()
+        timeline.put(1.0, "resourceclaims", claim_body("c"))
+        pod = timeline.put(1.0, "pods", pod_body("p", "100m", claim="c", gates=(GATE,)))
+        timeline.put(2.0, "nodes", not_ready("n2"))
+        timeline.release(5.0, pod, away_from=["n2"])
+        assert [set()] == [r.wrong for r in judge(timeline.entries).releases]
+
+    def test_a_frozen_ledger_makes_its_node_unsafe(self) -> None:
+        """spec.frozen of a ledger counts, as Flags(frozen=True) does for the operator."""
+        timeline = Recorder()
+        timeline.cluster()
+        timeline.put(1.0, LEDGERS, ledger("n1", 1, 1, frozen=True))
+        timeline.put(1.0, "resourceclaims", claim_body("c"))
+        pod = timeline.put(1.0, "pods", pod_body("p", "100m", claim="c", gates=(GATE,)))
+        timeline.release(5.0, pod)
+        assert [{"n1"}] == [r.wrong for r in judge(timeline.entries).releases]
+
+    @pytest.mark.parametrize("device", [pytest.param("c9", id="device-not-published"),
+                                        pytest.param("c1", id="pool-incomplete")])
+    def test_a_pinned_pod_whose_claim_does_not_resolve(self, device: str) -> None:
+        """An allocated claim on an unpublished device, or in an incomplete pool, makes the pod itself unsafe."""
+        timeline = Recorder()
+        timeline.cluster()
+        if device == "c1":
+            incomplete = cpu_slice("n1", 2)
+            incomplete["spec"]["pool"]["resourceSliceCount"] = 2
+            timeline.put(0.5, "resourceslices", incomplete)
+        timeline.put(1.0, "resourceclaims", claim_body("c", allocation("n1", "cpu.faults.example.com", device)))
+        pod = timeline.put(1.0, "pods", pod_body("p", "100m", claim="c", gates=(GATE,)))
+        timeline.release(5.0, pod)
+        expected = {"*", "n1"} if device == "c1" else {"*"}  # an incomplete pool makes n1 Stale as well
+        assert [expected] == [r.wrong for r in judge(timeline.entries).releases]
+
+    def test_a_claim_not_created_yet_makes_the_pod_unsafe(self) -> None:
+        """A pod released while its claim does not exist (it may be allocated anywhere) is wrong."""
+        timeline = Recorder()
+        timeline.cluster()
+        pod = timeline.put(1.0, "pods", pod_body("p", "100m", claim="c", gates=(GATE,)))
+        timeline.release(5.0, pod)
+        assert [{"*"}] == [r.wrong for r in judge(timeline.entries).releases]
+
+    def test_each_criterion_must_last_the_grace_on_its_own(self) -> None:
+        """Its claim missing, then its node NotReady: neither for the whole interval, so not wrong."""
+        timeline = Recorder()
+        timeline.cluster()
+        timeline.put(1.0, "nodes", not_ready("n1"))
+        pod = timeline.put(4.5, "pods", pod_body("p", "100m", claim="c", gates=(GATE,)))
+        timeline.put(4.5, "resourceclaims", claim_body("c"))
+        timeline.put(4.6, "nodes", node_body("n1"))
+        timeline.put(4.9, "nodes", not_ready("n2"))
+        timeline.release(5.0, pod)
+        assert [set()] == [r.wrong for r in judge(timeline.entries).releases]
+
+
+class TestVersionsAndEdits:
+    def test_a_version_that_goes_back_is_reported(self) -> None:
+        """ledgerVersion and mappingVersion are checked across every change of one Node's ledger."""
+        timeline = Recorder()
+        timeline.put(1.0, LEDGERS, ledger("n1", 5, 2), OPERATOR)
+        timeline.put(2.0, LEDGERS, ledger("n1", 4, 3), OPERATOR)
+        timeline.put(3.0, LEDGERS, ledger("n1", 6, 1), OPERATOR)
+        timeline.put(4.0, LEDGERS, ledger("n1", 1, 1, owner="uid-2"), OPERATOR)  # another Node of that name
+        errors = judge(timeline.entries).version_errors
+        assert ["n1: ledgerVersion went from 5 to 4 (rv 2)", "n1: mappingVersion went from 3 to 1 (rv 3)"] == errors
+
+    def test_edits_beyond_the_operators_own_are_reported(self) -> None:
+        """Removing a foreign gate, or writing a node, is not the operator's to do."""
+        timeline = Recorder()
+        timeline.cluster()
+        pod = timeline.put(1.0, "pods", pod_body("p", "100m", claim="c", gates=("other/gate", GATE)))
+        edited = copy.deepcopy(pod)
+        edited["spec"]["schedulingGates"] = []
+        timeline.put(2.0, "pods", edited, OPERATOR)
+        timeline.put(3.0, "nodes", not_ready("n1"), OPERATOR)
+        assert ["the operator changed pod faults/p in another way", "the operator wrote nodes n1"] == (
+            judge(timeline.entries).foreign_edits)

@@ -1,0 +1,194 @@
+"""One scenario's world: the emulator (in this process, on a port that survives restarts), its timeline, the
+churn, the operator processes, and the steps every scenario ends with.
+
+The pytest event loop serves the emulator, so everything here awaits often; waiting for a state is always a
+poll with a deadline. The churn runs as a task next to the scenario's script (:meth:`World.churning`), one
+burst every 40 to 120 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from draledger.emulator import ClusterEmulator, EmulatorServer
+from draledger.emulator.discovery import register_cluster_resources
+from tests.faults import checks
+from tests.faults.churn import Churn
+from tests.faults.process import OperatorProcess, Operators
+from tests.faults.timeline import Timeline
+
+T = TypeVar("T")
+QUIET = 3.0  # seconds without any write after convergence
+SETTLE = 1.0  # seconds without a change that end a backlog
+SETTLE_WITHIN = 30.0
+CONVERGE_WITHIN = 45.0
+HELD_FOR_NOTHING = ('reason="Conflict"', 'reason="WatchUnhealthy"', 'reason="Rebuilding"')
+
+
+async def poll(check: Callable[[], T | Awaitable[T]], *, within: float, what: str, every: float = 0.05) -> T:
+    """``check()``'s first truthy value; fails naming ``what`` and the last value after ``within`` s."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value  # type: ignore[return-value]
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {within:g}s waiting for {what}; last: {value!r}")
+        await asyncio.sleep(every)
+
+
+@dataclass
+class Outcome:
+    """What one scenario did and found; the report sums these per fault."""
+
+    faults: Counter[str] = field(default_factory=Counter)  # fault label -> times it fired
+    releases: int = 0
+    wrong: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # versions, edits, convergence, loops, liveness
+
+    @property
+    def survived(self) -> bool:
+        return not self.wrong and not self.problems
+
+
+class World:
+    def __init__(self, seed: int, logs: Path, nodes: int = 4) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed * 7919)
+        self.emulator = ClusterEmulator(journal_limit=5000, bookmark_interval=None)
+        register_cluster_resources(self.emulator)
+        self.server = EmulatorServer(self.emulator)
+        self.timeline = Timeline(self.emulator)
+        self.churn = Churn(self.emulator, self.timeline, seed, nodes)
+        self.logs = logs
+        self.operators: Operators | None = None
+        self.outcome = Outcome()
+        self._churning: asyncio.Task[None] | None = None
+        self._stack = contextlib.AsyncExitStack()
+
+    async def __aenter__(self) -> World:
+        await self._stack.enter_async_context(self.emulator)
+        await self._stack.enter_async_context(self.server)
+        self.operators = Operators(self.server.url, self.logs)
+        self._stack.callback(self.operators.kill_all)
+        self._stack.callback(self.timeline.close)
+        self.churn.populate()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._churning is not None:
+            self._churning.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._churning
+        await self._stack.aclose()
+
+    # ----- the operator -----
+    @property
+    def ops(self) -> Operators:
+        assert self.operators is not None
+        return self.operators
+
+    def start(self) -> OperatorProcess:
+        return self.ops.start()
+
+    def kill(self) -> None:
+        self.ops.current.kill()
+
+    async def ready(self, within: float = 40.0) -> None:
+        process = self.ops.current
+
+        async def ready() -> bool:
+            if not process.alive:
+                raise AssertionError(f"the operator exited with {process.process.returncode}")
+            return await process.readyz() == 200
+
+        await poll(ready, within=within, what="/readyz 200", every=0.1)
+
+    def fault(self, label: str, count: int = 1) -> None:
+        self.outcome.faults[label] += count
+
+    # ----- the churn -----
+    @contextlib.asynccontextmanager
+    async def churning(self) -> AsyncIterator[None]:
+        async def run() -> None:
+            loop = asyncio.get_running_loop()
+            while True:
+                self.churn.step(loop.time())
+                await asyncio.sleep(self.rng.uniform(0.04, 0.12))
+
+        self._churning = asyncio.create_task(run(), name="churn")
+        try:
+            yield
+        finally:
+            task, self._churning = self._churning, None
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            self.churn.settle()
+
+    async def pause(self, seconds: float) -> None:
+        """Let the churn (and the operator) run; a churn that crashed fails the scenario here."""
+        await asyncio.sleep(seconds)
+        if self._churning is not None and self._churning.done():
+            self._churning.result()
+
+    # ----- the end of every scenario -----
+    def _settled(self) -> bool:
+        entries = self.timeline.entries
+        return not entries or time.monotonic() - entries[-1].at > SETTLE
+
+    async def finish(self) -> Outcome:
+        """Every fault disarmed, the ledgers converged, a quiet window, then the timeline judged."""
+        outcome = self.outcome
+        left = self.emulator.faults.clear()
+        if left:
+            outcome.problems.append(f"{left} armed faults never fired")
+        process = self.ops.current
+        if not process.alive:
+            outcome.problems.append(f"the operator exited: {process.process.returncode}")
+            return outcome
+        await self.ready()
+        regressed = checks.regressions(self.timeline.entries, self.emulator, process.started)
+        try:
+            await poll(lambda: not checks.differences(checks.expected_ledgers(self.emulator, regressed),
+                                                      checks.stored_ledgers(self.emulator)),
+                       within=CONVERGE_WITHIN, what="the ledgers to equal audit", every=0.2)
+        except AssertionError:
+            diff = checks.differences(checks.expected_ledgers(self.emulator, regressed),
+                                      checks.stored_ledgers(self.emulator))
+            outcome.problems.append("no convergence: " + "; ".join(diff[:8]))
+        # The operator may still be working off a backlog (releases held during a restart, their Events):
+        # that ends. A loop does not: it never lets SETTLE seconds pass without a write.
+        try:
+            await poll(self._settled, within=SETTLE_WITHIN, what="the operator's writes to stop", every=0.1)
+        except AssertionError:
+            outcome.problems.append(f"request loop: writes never stopped for {SETTLE:g}s within {SETTLE_WITHIN:g}s")
+        writes = checks.write_requests(self.emulator)
+        changes = len(self.timeline.entries)
+        await asyncio.sleep(QUIET)  # an absence is observed over a window; nothing to poll for
+        if checks.write_requests(self.emulator) != writes or len(self.timeline.entries) != changes:
+            extra = [f"{e.plural}/{e.change.obj['metadata']['name']} {e.change.type}"
+                     for e in self.timeline.entries[changes:]][:8]
+            outcome.problems.append(f"request loop: {checks.write_requests(self.emulator) - writes} writes in "
+                                    f"a {QUIET:g}s quiet window after convergence ({extra})")
+        held = await process.gauge("draledger_gated_pods")
+        stuck = {labels: value for labels, value in held.items() if labels in HELD_FOR_NOTHING and value}
+        if stuck:
+            outcome.problems.append(f"pods held for a transient reason after convergence: {stuck}")
+        judgement = checks.judge(self.timeline.entries)
+        outcome.releases = len(judgement.releases)
+        outcome.wrong = [f"{r.pod} at {r.at:.3f}: unsafe {sorted(r.wrong)} ({r.why})" for r in judgement.wrong]
+        outcome.problems += judgement.version_errors + judgement.foreign_edits
+        return outcome
+

@@ -1,0 +1,108 @@
+"""A watch being re-established is not a healthy watch: found by the fault suite (tests/faults, watch gaps).
+
+Kopf retries a failing LIST or WATCH request inside one call (503s, refused connections: its error backoffs),
+so the operator saw neither an error nor an end while the stream was down, and went on releasing gated pods
+from its old picture until the freshness window ran out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from draledger.accounting.release import GATE
+from draledger.config import OperatorConfig
+from draledger.emulator import ClusterEmulator, serve_emulator
+from draledger.metrics import Metrics
+from draledger.runtime import RECONNECT_GRACE, Runtime
+from draledger.watching import StreamHealth
+from tests.integration.harness import NODES, PODS, case_items, eventually, phase_is, running
+
+UNALLOCATED = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+               "metadata": {"name": "unallocated", "namespace": "t"},
+               "spec": {"devices": {"requests": [{"name": "c", "exactly": {"deviceClassName": "example"}}]}}}
+
+
+def gated_pod(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "t"},
+            "spec": {"containers": [{"name": "c", "image": "x", "resources": {"claims": [{"name": "x"}]}}],
+                     "resourceClaims": [{"name": "x", "resourceClaimName": "unallocated"}],
+                     "schedulingGates": [{"name": GATE}]}}
+
+
+def gates(emulator: ClusterEmulator, name: str) -> list[str]:
+    pod = emulator.get_object(PODS, name, namespace="t") or {}
+    return [g["name"] for g in pod.get("spec", {}).get("schedulingGates") or []]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class TestStreamHealth:
+    def test_reconnecting_from_the_first_mark_until_contact(self) -> None:
+        """A stream that ended, or whose request is under way, reconnects from the first mark until contact."""
+        health = StreamHealth()
+        health.contact(1.0)
+        health.connecting(2.0)
+        health.connecting(3.0)
+        assert (False, True) == (health.reconnecting(2.2, 0.25), health.reconnecting(2.25, 0.25))
+        health.contact(4.0)
+        assert not health.reconnecting(9.0, 0.25)
+
+
+class TestRuntime:
+    def test_a_stream_down_longer_than_a_renewal_is_unhealthy(self) -> None:
+        """No freshness window to wait out: past RECONNECT_GRACE, a stream being re-established holds releases."""
+        clock = Clock()
+        runtime = Runtime(OperatorConfig(freshness_window=60), Metrics(), clock)
+        for kind in ("nodes", "pods", "resourceslices", "resourceclaims", "nodeallocatableledgers"):
+            runtime.contact(kind)
+        runtime.connecting("nodes")
+        assert "" == runtime.streams_unhealthy()  # an ordinary renewal of the watch request
+        clock.now += RECONNECT_GRACE
+        assert "the nodes watch is reconnecting" == runtime.streams_unhealthy()
+        runtime.contact("nodes")
+        assert "" == runtime.streams_unhealthy()
+
+    def test_contact_after_a_long_reconnection_wakes_the_releases(self) -> None:
+        """Pods held while a stream was down are looked at again when it is back, not a second later."""
+        clock = Clock()
+        runtime = Runtime(OperatorConfig(), Metrics(), clock)
+        runtime.contact("nodes")
+        runtime.gated.add(("t", "g"))
+        runtime.connecting("nodes")
+        runtime.contact("nodes")  # a renewal: nothing was held for it
+        assert not runtime.wakeup.is_set()
+        runtime.connecting("nodes")
+        clock.now += RECONNECT_GRACE
+        runtime.contact("pods")
+        assert not runtime.wakeup.is_set()
+        runtime.contact("nodes")
+        assert runtime.wakeup.is_set()
+
+
+class TestOperator:
+    async def test_no_release_while_a_watch_request_is_being_retried(self) -> None:
+        """The nodes watch answered 503 three times (Kopf retries after 0.5, 1 and 2 s): a pod that arrives
+        after the first retry keeps its gate until the watch is back."""
+        async with serve_emulator(emulator=ClusterEmulator(bookmark_interval=None)) as (emulator, url):
+            emulator.load_objects([*case_items("v08"), UNALLOCATED])
+            async with running(url, watch_timeout=1, freshness_window=60, pod_status="observe") as operator:
+                await eventually(phase_is(emulator, "n3", "Ready"))
+                resource = emulator.require(NODES).resource
+                emulator.inject_watch_error(NODES, 503, times=3, as_event=False)
+                emulator.inject_disconnect(NODES)
+                await eventually(lambda: emulator.faults.pending(resource) < 2, what="the nodes watch retried")
+                emulator.load_objects([gated_pod("g")])
+                await eventually(lambda: ("t", "g") in operator.runtime.gated, what="the pod seen")
+                deadline = asyncio.get_running_loop().time() + 15
+                while emulator.faults.pending(resource):  # polled: each answer is checked while it lasts
+                    assert [GATE] == gates(emulator, "g")
+                    assert asyncio.get_running_loop().time() < deadline, "the nodes watch never came back"
+                    await asyncio.sleep(0.02)
+                await eventually(lambda: [] == gates(emulator, "g"), what="the release once the watch is back")

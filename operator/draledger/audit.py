@@ -10,20 +10,16 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import msgspec
 import yaml
 
 from draledger.accounting.ledger import Flags
+from draledger.clocks import now_rfc3339
 from draledger.dumps import DumpError, Loaded, all_problems, load_paths
 from draledger.ledgers import ledger_object, status_body
 from draledger.tables import ledger_table
-
-
-def now_rfc3339() -> str:
-    return datetime.now(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def ledgers_of(loaded: Loaded, flags: Flags, now: str) -> list[dict[str, Any]]:

@@ -40,8 +40,9 @@ def _export(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: {error}\n")
         return 2
     from draledger.accounting.ledger import Flags
+    from draledger.clocks import now_rfc3339
 
-    now = audit.now_rfc3339()
+    now = now_rfc3339()
     items = audit.ledgers_of(loaded, Flags(), now)
     document = clusterctl.export_document(items, clusterctl.dump_identity(args.filename, now))
     try:

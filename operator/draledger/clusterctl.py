@@ -360,7 +360,7 @@ async def _command(args: argparse.Namespace, api: KubeApi, out: TextIO, err: Tex
         return await resume(api, nodes, args.since_export, out, err)
     items = [strip_server_fields(o) for o in await list_ledgers(api)]
     if args.command == "export":
-        from draledger.audit import now_rfc3339
+        from draledger.clocks import now_rfc3339
 
         cluster = await cluster_id(api)
         if cluster is None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import structlog
 
-from draledger.audit import now_rfc3339
+from draledger.clocks import now_rfc3339
 from draledger.kubeapi import ApiError, KubeApi
 from draledger.ledgers import API_VERSION, KIND
 from draledger.metrics import Metrics

@@ -33,8 +33,8 @@ import structlog
 
 from draledger import events
 from draledger.accounting.ledger import Ledger
-from draledger.audit import now_rfc3339
 from draledger.backfill import Backfill
+from draledger.clocks import now_rfc3339
 from draledger.gating import Releaser
 from draledger.kubeapi import ApiError, Conflict, KubeApi, NotFound
 from draledger.ledgers import PLURAL, NodeAllocatableLedgerStatus, ledger_object, status_body

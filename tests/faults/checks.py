@@ -54,7 +54,7 @@ from typing import Any
 
 from draledger.accounting.ledger import Flags, RejectedSlice
 from draledger.accounting.release import GATE
-from draledger.audit import now_rfc3339
+from draledger.clocks import now_rfc3339
 from draledger.dumps import Loaded, load_items
 from draledger.emulator import ClusterEmulator
 from draledger.ledgers import ledger_object, status_of

@@ -9,15 +9,23 @@ Rules:
 3. Loading again gives fresh credentials (an exec plugin runs again; a rotated token file is read again):
    every client of the operator calls ``credentials`` again after a 401, instead of failing for ever.
 4. Anything unusable (no file, bad YAML, an unknown context, a plugin that fails) is a ``CredentialsError``
-   naming the kubeconfig and the cause, in one line.
+   naming the kubeconfig and the cause, in one line. The ``kubernetes`` package itself only logs a failing
+   exec plugin and carries on without credentials (every request would then go out anonymous); its error
+   is caught from the log and raised here instead.
+5. ``$KUBECONFIG`` is read at each call: the package reads it once, when it is imported.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import kopf
+
+DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
 class CredentialsError(Exception):
@@ -43,6 +51,29 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
+class _PackageErrors(logging.Handler):
+    """Collects what the ``kubernetes`` package logs at ERROR while it loads a kubeconfig (rule 4)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if f"{os.sep}kubernetes{os.sep}config{os.sep}" in record.pathname:
+            self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _package_errors() -> Iterator[_PackageErrors]:
+    handler = _PackageErrors()
+    root = logging.getLogger()  # the package logs with logging.error(...): the root logger
+    root.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+
+
 def credentials(source: Source) -> kopf.ConnectionInfo:
     """Fresh credentials from ``source`` (rule 3: call again after a 401)."""
     if source.server:
@@ -57,12 +88,15 @@ def credentials(source: Source) -> kopf.ConnectionInfo:
         if in_cluster:
             kubernetes.config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         else:
-            path = source.kubeconfig or None
-            if path is not None and not os.path.isfile(path):
-                raise CredentialsError(f"cannot use the kubeconfig {path}: no such file")
-            kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=path, context=source.context or None, client_configuration=configuration
-            )
+            if source.kubeconfig and not os.path.isfile(source.kubeconfig):
+                raise CredentialsError(f"cannot use the kubeconfig {source.kubeconfig}: no such file")
+            path = source.kubeconfig or os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG  # rule 5
+            with _package_errors() as logged:
+                kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
+                    config_file=path, context=source.context or None, client_configuration=configuration
+                )
+            if logged.messages:  # e.g. "exec: process returned 1. <its stderr>"
+                raise CredentialsError(f"cannot use {source.describe()}: {' '.join(logged.messages[0].split())}")
     except CredentialsError:
         raise
     except Exception as error:  # ConfigException, YAML errors, a failing exec plugin: one line, named

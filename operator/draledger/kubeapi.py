@@ -5,7 +5,8 @@ Rules:
    URL. A 401 loads them again (``login``) and retries once: rotated tokens and exec plugins keep working.
 2. 429, 5xx and connection errors are retried with capped exponential backoff (honouring Retry-After);
    409/422 are returned to the caller as ``Conflict`` (it re-reads and decides), 404 as ``NotFound``; other 4xx
-   raise ``ApiError``.
+   raise ``ApiError``. An error's body may be plain text (kube-apiserver's ``404 page not found``); only a
+   successful answer that is not JSON counts as a broken server (retried like a connection error).
 3. Nothing here decides what to write: callers pass complete patches. Writes carry ``fieldManager=draledger``
    and every request a ``draledger/<version>`` User-Agent, so the API server's audit log and managedFields
    name the operator.
@@ -44,6 +45,15 @@ class Conflict(ApiError):
 
 class NotFound(ApiError):
     """404: the object (or its parent) does not exist."""
+
+
+def _error_body(text: str) -> Any:
+    """An error answer's body: a Status, or plain text. kube-apiserver answers ``404 page not found`` (text)
+    for an API it does not serve at all, e.g. a CRD not installed: that is a NotFound, not a broken server."""
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return text
 
 
 def backoffs(base: float = 0.2, cap: float = 10.0, attempts: int = 8) -> list[float]:
@@ -159,9 +169,9 @@ class KubeApi:
                         await response.read()
                         return None
                     text = await response.text()
-                    payload = json.loads(text) if text else None
                     if response.status < 400:
-                        return payload
+                        return json.loads(text) if text else None
+                    payload = _error_body(text)
                     if response.status == 401 and not relogged and await self.relogin():
                         relogged = True  # expired or rotated credentials: fresh ones, once, at once
                         continue

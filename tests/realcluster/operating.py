@@ -333,9 +333,11 @@ class Operators:
     workdir: Path
     started: list[OperatorProcess] = field(default_factory=list)
 
-    def start(self, *args: str, ready: bool = True) -> OperatorProcess:
-        """A new operator process (its own log, ``draledger-<n>.log``), ready unless ``ready`` is false."""
-        process = OperatorProcess(self.installation.kubeconfig, self.workdir, list(args),
+    def start(self, *args: str, ready: bool = True, kubeconfig: Path | None = None) -> OperatorProcess:
+        """A new operator process (its own log, ``draledger-<n>.log``), ready unless ``ready`` is false.
+        ``kubeconfig`` is its ``$KUBECONFIG`` instead of the installation's (e.g. a missing file, so that only
+        a ``--kubeconfig`` in ``args`` can work)."""
+        process = OperatorProcess(kubeconfig or self.installation.kubeconfig, self.workdir, list(args),
                                   f"draledger-{len(self.started) + 1}")
         self.started.append(process)
         process.start()

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from draledger.accounting.ledger import Flags
-from draledger.audit import emit, ledgers_of, now_rfc3339
-from draledger.dumps import all_problems, load_paths, parse_text, read_source
+from draledger.commands.audit import emit, ledgers_of, now_rfc3339
+from draledger.commands.dumps import all_problems, load_paths, parse_text, read_source
+from draledger.core.accounting.ledger import Flags
 
 GiB, MiB = 1 << 30, 1 << 20
 BASE = {"nodes": 1000, "pods_per_node": 30, "claims_per_node": 10}
@@ -747,7 +747,7 @@ def child(argv: list[str]) -> tuple[float, float, float, int, int]:
 
 def draledger_command() -> list[str]:
     script = Path(sys.executable).parent / "draledger"
-    return [str(script)] if script.exists() else [sys.executable, "-c", "from draledger.cli import main; main()"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "draledger"]
 
 
 def decoded_kib(texts: list[str]) -> float:

@@ -50,17 +50,17 @@ from typing import Any
 import kopf
 import structlog
 
-from draledger import handlers
-from draledger.accounting.ledger import mapping_fingerprint
-from draledger.accounting.zones import zone_capacity
-from draledger.config import OperatorConfig
-from draledger.emulator import ClusterEmulator, serve_emulator
-from draledger.ledgers import status_json, status_of
-from draledger.metrics import Metrics
-from draledger.quantities import parse_quantity
-from draledger.running import Operator, tune_gc
-from draledger.runtime import Runtime
-from draledger.writing import semantic_content
+from draledger.core.accounting.ledger import mapping_fingerprint
+from draledger.core.accounting.zones import zone_capacity
+from draledger.core.ledgers import status_json, status_of
+from draledger.core.quantities import parse_quantity
+from draledger.demo.emulator import ClusterEmulator, serve_emulator
+from draledger.operator import handlers
+from draledger.operator.config import OperatorConfig
+from draledger.operator.metrics import Metrics
+from draledger.operator.running import Operator, tune_gc
+from draledger.operator.runtime import Runtime
+from draledger.operator.writing import semantic_content
 
 PODS = "v1/pods"
 LEDGERS = "nodeallocatableledgers"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from conftest import CANARY_NODE, E2E, Kubectl, run, stays, wait_for
-from draledger.quantities import Quantity, parse_quantity
+from draledger.core.quantities import Quantity, parse_quantity
 
 OPERATOR_NAMESPACE = "draledger-system"
 OPERATOR_PODS = "app.kubernetes.io/name=draledger,app.kubernetes.io/component=operator"

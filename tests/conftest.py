@@ -28,7 +28,7 @@ def run_audit() -> Callable[..., subprocess.CompletedProcess[str]]:
 
     def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "draledger.cli", "audit", *args],
+            [sys.executable, "-m", "draledger", "audit", *args],
             input=stdin, capture_output=True, text=True, timeout=60, check=False,
         )
 

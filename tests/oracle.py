@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from draledger.accounting.catalog import ClaimKey, PodKey, PoolKey
-from draledger.accounting.contributions import Contribution, contribution
-from draledger.accounting.footprints import Resources
-from draledger.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint, node_zone_capacity
-from draledger.accounting.sums import NodeSums
-from draledger.views import ClaimView, DeviceView, NodeView, PodView, Problem, SliceView
+from draledger.core.accounting.catalog import ClaimKey, PodKey, PoolKey
+from draledger.core.accounting.contributions import Contribution, contribution
+from draledger.core.accounting.footprints import Resources
+from draledger.core.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint, node_zone_capacity
+from draledger.core.accounting.sums import NodeSums
+from draledger.core.views import ClaimView, DeviceView, NodeView, PodView, Problem, SliceView
 
 
 @dataclass

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from draledger import dumps
-from draledger.accounting.footprints import footprint
-from draledger.accounting.ledger import PHASES, Flags, Ledger, mapping_fingerprint
-from draledger.ledgers import line_figures
-from draledger.quantities import Quantity, parse_quantity
-from draledger.state import ClusterState, GenerationRegression
-from draledger.views import read_claim, read_node, read_pod, read_slice
-from draledger.views.pods import aggregate_containers
+from draledger.commands import dumps
+from draledger.core.accounting.footprints import footprint
+from draledger.core.accounting.ledger import PHASES, Flags, Ledger, mapping_fingerprint
+from draledger.core.ledgers import line_figures
+from draledger.core.quantities import Quantity, parse_quantity
+from draledger.core.state import ClusterState, GenerationRegression
+from draledger.core.views import read_claim, read_node, read_pod, read_slice
+from draledger.core.views.pods import aggregate_containers
 from strategies import (
     Raw,
     claim_obj,
@@ -701,7 +701,7 @@ class TestSchedulerUnits:
                          resource_claims=[direct("x", "c")]),
                  pod_obj("q", containers=[container("a", {"cpu": "1500u"})])]
         state = load(*items)
-        from draledger.accounting.ledger import compute
+        from draledger.core.accounting.ledger import compute
 
         full = compute(state.nodes["n1"], state)
         incremental = state.ledger("n1")
@@ -868,7 +868,7 @@ def _a5_cluster(shape: str) -> list[Raw]:
 
 
 def _planned(items: list[Raw], shape: str, pod: tuple[str, str] = ("team-a", "app")) -> Any:
-    from draledger.accounting.statuses import planned_statuses
+    from draledger.core.accounting.statuses import planned_statuses
 
     state = load(*items)
     return planned_statuses(state.pods[pod], state, shape, Flags().numa_attributes)

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from draledger import audit, dumps
-from draledger.accounting.ledger import Flags
+from draledger.commands import audit, dumps
+from draledger.core.accounting.ledger import Flags
 from strategies import (
     as_list,
     claim_obj,
@@ -163,7 +163,7 @@ def command_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subpr
         dump = folder / f"{name}.json"
         dump.write_text(json.dumps(case["dump"]), encoding="utf-8")
         running[name] = subprocess.Popen(
-            [sys.executable, "-m", "draledger.cli", "audit", "-f", str(dump), "-o", "json"],
+            [sys.executable, "-m", "draledger", "audit", "-f", str(dump), "-o", "json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     results = {}
     for name, process in running.items():
@@ -517,7 +517,7 @@ MALFORMED = [
 def malformed_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
     path = tmp_path_factory.mktemp("malformed") / "dump.json"
     path.write_text(json.dumps(as_list(MALFORMED)), encoding="utf-8")
-    return subprocess.run([sys.executable, "-m", "draledger.cli", "audit", "-f", str(path), "-o", "json"],
+    return subprocess.run([sys.executable, "-m", "draledger", "audit", "-f", str(path), "-o", "json"],
                           capture_output=True, text=True, timeout=60, check=False)
 
 
@@ -620,7 +620,7 @@ def ill_typed_dump() -> list[Any]:
 def ill_typed_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
     path = tmp_path_factory.mktemp("ill-typed") / "dump.json"
     path.write_text(json.dumps(as_list(ill_typed_dump())), encoding="utf-8")
-    return subprocess.run([sys.executable, "-m", "draledger.cli", "audit", "-f", str(path), "-o", "json"],
+    return subprocess.run([sys.executable, "-m", "draledger", "audit", "-f", str(path), "-o", "json"],
                           capture_output=True, text=True, timeout=60, check=False)
 
 
@@ -696,7 +696,7 @@ class TestLoading:
 class TestCommandLine:
     def test_main_exit_status(self, write_dump: WriteDump, capfd: pytest.CaptureFixture[str]) -> None:
         """The console entry point exits with audit's status."""
-        from draledger import cli
+        from draledger.commands import cli
 
         with pytest.raises(SystemExit) as exit_info:
             cli.main(["audit", "-f", str(write_dump(as_list(TWO_NODES))), "-o", "json"])

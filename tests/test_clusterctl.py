@@ -19,8 +19,8 @@ import aiohttp.web
 import pytest
 import yaml
 
-from draledger import cli, clusterctl
-from draledger.emulator import ClusterEmulator, serve_emulator
+from draledger.commands import cli, clusterctl
+from draledger.demo.emulator import ClusterEmulator, serve_emulator
 from strategies import as_list, node_obj
 
 LEDGERS = "draledger.dev/v1alpha1/nodeallocatableledgers"
@@ -302,7 +302,7 @@ def closed_port() -> int:
 
 def draledger_process(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The real command, as a process that must end within 15 s (a generous bound: it takes about one)."""
-    return subprocess.run([sys.executable, "-m", "draledger.cli", *argv], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "draledger", *argv], capture_output=True, text=True,
                           timeout=15, check=False, env=env, stdin=subprocess.DEVNULL)
 
 

@@ -15,10 +15,11 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 
-from draledger import crds, dumps
-from draledger.accounting.ledger import Condition, Flags
-from draledger.audit import ledgers_of
-from draledger.ledgers import (
+from draledger.commands import dumps
+from draledger.commands.audit import ledgers_of
+from draledger.core import crds
+from draledger.core.accounting.ledger import Condition, Flags
+from draledger.core.ledgers import (
     API_VERSION,
     KIND,
     NodeAllocatableLedgerSpec,
@@ -27,7 +28,7 @@ from draledger.ledgers import (
     stamp_conditions,
     status_of,
 )
-from draledger.views import ObjectRef, Problem
+from draledger.core.views import ObjectRef, Problem
 from strategies import clusters
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,7 +16,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from draledger.metrics import Metrics
+from draledger.operator.metrics import Metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPONENT = ROOT / "manifests" / "components" / "dashboard"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 
-from draledger.cli import build_parser
+from draledger.commands.cli import build_parser
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -26,7 +26,7 @@ def test_every_run_flag_is_documented() -> None:
 
 def test_every_metric_is_documented() -> None:
     """docs/operations.md explains every metric the operator exports."""
-    from draledger.metrics import Metrics
+    from draledger.operator.metrics import Metrics
 
     doc = (ROOT / "docs/operations.md").read_text()
     metrics = Metrics()

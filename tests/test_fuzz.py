@@ -26,10 +26,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draledger import audit, clusterctl, dumps, ledgers
-from draledger.accounting.ledger import Flags
-from draledger.views import ClaimView, NodeView, PodView, SliceView, read_claim, read_node, read_pod, read_slice
-from draledger.views.slices import DeviceMemo
+from draledger.commands import audit, clusterctl, dumps
+from draledger.core import ledgers
+from draledger.core.accounting.ledger import Flags
+from draledger.core.views import ClaimView, NodeView, PodView, SliceView, read_claim, read_node, read_pod, read_slice
+from draledger.core.views.slices import DeviceMemo
 from strategies import any_values, json_values, mutated, nested, seed_objects
 
 CONFORMANCE = Path(__file__).parent / "conformance"

@@ -16,12 +16,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draledger import dumps
-from draledger.accounting.ledger import Flags, Ledger
-from draledger.audit import ledgers_of
-from draledger.quantities import Quantity
-from draledger.state import ClusterState, GenerationRegression
-from draledger.views import read_claim, read_node, read_pod, read_slice
+from draledger.commands import dumps
+from draledger.commands.audit import ledgers_of
+from draledger.core.accounting.ledger import Flags, Ledger
+from draledger.core.quantities import Quantity
+from draledger.core.state import ClusterState, GenerationRegression
+from draledger.core.views import read_claim, read_node, read_pod, read_slice
 from oracle import NaiveCatalog, naive_ledgers
 from strategies import Raw, clusters, event_streams, identity, plain_devices
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from draledger import quantities
-from draledger.ledgers import QUANTITY_PATTERN
-from draledger.quantities import NANO, ZERO, Quantity, QuantityError, format_nanos, parse_quantity
+from draledger.core import quantities
+from draledger.core.ledgers import QUANTITY_PATTERN
+from draledger.core.quantities import NANO, ZERO, Quantity, QuantityError, format_nanos, parse_quantity
 
 
 def q(text: str) -> Quantity:

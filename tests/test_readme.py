@@ -15,7 +15,7 @@ def test_first_example_table_is_real() -> None:
     readme = (ROOT / "README.md").read_text()
     block = re.search(r"\$ draledger audit -f (\S+).*?\n(.*?)```", readme, re.S)
     assert block is not None
-    result = subprocess.run([sys.executable, "-m", "draledger.cli", "audit", "-f", block[1]], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "draledger", "audit", "-f", block[1]], cwd=ROOT,
                             capture_output=True, text=True, check=True)
     assert block[2] == result.stdout
 

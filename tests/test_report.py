@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from draledger.accounting.ledger import Flags
-from draledger.audit import ledgers_of
-from draledger.dumps import load_paths
-from draledger.report import COMPACT_ABOVE, WARNING, render_svg, write_svg
+from draledger.commands.audit import ledgers_of
+from draledger.commands.dumps import load_paths
+from draledger.commands.report import COMPACT_ABOVE, WARNING, render_svg, write_svg
+from draledger.core.accounting.ledger import Flags
 
 CONFORMANCE = Path(__file__).parent / "conformance"
 NOW = "2026-12-02T10:00:00Z"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draledger.views.slices import DeviceMemo, read_slice
+from draledger.core.views.slices import DeviceMemo, read_slice
 from strategies import Raw, clusters, slice_obj
 
 JUNK = st.sampled_from([None, 0, 7, -1, True, 1.5, "", "x", "12q", "-1", "100m", "1Gi", [], {}, [None], {"a": 1}])

@@ -13,8 +13,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from draledger.dumps import Loaded, load_items
-from draledger.ledgers import NodeAllocatableLedgerStatus, status_body, status_json, status_of
+from draledger.commands.dumps import Loaded, load_items
+from draledger.core.ledgers import NodeAllocatableLedgerStatus, status_body, status_json, status_of
 from strategies import Raw, clusters
 
 CASES = sorted((Path(__file__).parent / "conformance").glob("*.json"))

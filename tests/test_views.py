@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from draledger.quantities import parse_quantity
-from draledger.views import ObjectRef, Problem, read_claim, read_node, read_pod, read_slice
-from draledger.views.problems import ref_of, show
-from draledger.views.slices import Mapping, is_node_allocatable, lookup_qualified
+from draledger.core.quantities import parse_quantity
+from draledger.core.views import ObjectRef, Problem, read_claim, read_node, read_pod, read_slice
+from draledger.core.views.problems import ref_of, show
+from draledger.core.views.slices import Mapping, is_node_allocatable, lookup_qualified
 from strategies import (
     claim_obj,
     container,

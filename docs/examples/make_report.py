@@ -15,10 +15,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from draledger.accounting.ledger import Flags
-from draledger.audit import ledgers_of
-from draledger.dumps import load_paths
-from draledger.report import write_svg
+from draledger.core.accounting.ledger import Flags
+from draledger.commands.audit import ledgers_of
+from draledger.commands.dumps import load_paths
+from draledger.commands.report import write_svg
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = {  # conformance case -> the name its node gets in the picture

@@ -12,7 +12,7 @@ BIN = pathlib.Path(sys.executable).parent
 def draledger() -> list[str]:
     """The installed console script (what a user runs), or the module when it is not installed."""
     script = BIN / "draledger"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "draledger.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "draledger"]
 
 
 def kubectl() -> str | None:

@@ -9,10 +9,10 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from draledger.accounting.ledger import Flags
-from draledger.audit import ledgers_of
+from draledger.commands.audit import ledgers_of
+from draledger.commands.dumps import Loaded, load_items
+from draledger.core.accounting.ledger import Flags
 from draledger.demo import cluster
-from draledger.dumps import Loaded, load_items
 
 NOW = datetime.datetime(2026, 12, 2, 10, 0, 0, tzinfo=datetime.UTC)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
+from draledger.commands.tables import ledger_table
 from draledger.demo.screen import Screen
 from draledger.demo.story import complete, describe_devices
-from draledger.tables import ledger_table
 
 
 def test_pipe_gets_plain_snapshots() -> None:

@@ -18,7 +18,7 @@ GPU_FILE = "resourceclaims/gpu-claim/gpu/gpu.example.com-metadata.json"
 
 
 def run(argv: list[str]) -> int:
-    """Dispatch like the lead's `draledger.cli`: add_parser, parse, call func."""
+    """Dispatch like the lead's `draledger.commands.cli`: add_parser, parse, call func."""
     parser = argparse.ArgumentParser(prog="draledger")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from draledger.emulator import ClusterEmulator, serve_emulator
+from draledger.demo.emulator import ClusterEmulator, serve_emulator
 
 JSON_PATCH = {"Content-Type": "application/json-patch+json"}
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
@@ -62,10 +62,12 @@ class Api:
         *,
         headers: Mapping[str, str] | None = None,
         params: Mapping[str, str] | None = None,
-    ) -> tuple[int, dict[str, Any]]:
+    ) -> tuple[int, Any]:
+        """The status and the answer: decoded JSON, or the text of a non-JSON answer (a plain-text 404)."""
         async with self.session.request(method, path, json=body, headers=headers, params=params) as response:
-            data: dict[str, Any] = await response.json()
-            return response.status, data
+            if response.content_type != "application/json":
+                return response.status, await response.text()
+            return response.status, await response.json()
 
     async def ok(self, method: str, path: str, body: Any = None, **kwargs: Any) -> dict[str, Any]:
         status, data = await self.call(method, path, body, **kwargs)

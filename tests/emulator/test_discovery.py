@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from draledger.emulator.discovery import version_priority
+from draledger.demo.emulator.discovery import version_priority
 
 
 class TestDiscovery:

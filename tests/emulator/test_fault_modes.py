@@ -11,8 +11,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from draledger.emulator import Change, ClusterEmulator, EmulatorServer, Shuffle
-from draledger.emulator.discovery import register_cluster_resources
+from draledger.demo.emulator import Change, ClusterEmulator, EmulatorServer, Shuffle
+from draledger.demo.emulator.discovery import register_cluster_resources
 
 PODS = "/api/v1/namespaces/ns1/pods"
 MERGE = {"Content-Type": "application/merge-patch+json"}

@@ -7,7 +7,7 @@ from typing import Any
 
 import aiohttp
 
-from draledger.emulator import ClusterEmulator
+from draledger.demo.emulator import ClusterEmulator
 
 PODS = "/api/v1/namespaces/ns1/pods"
 MERGE = {"Content-Type": "application/merge-patch+json"}

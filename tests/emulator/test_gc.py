@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from draledger.emulator import ClusterEmulator
+from draledger.demo.emulator import ClusterEmulator
 
 LEDGERS = "/apis/draledger.dev/v1alpha1/nodeallocatableledgers"
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import kopf
 
-from draledger.emulator import ClusterEmulator
+from draledger.demo.emulator import ClusterEmulator
 
 OURS = "draledger.dev/gate"
 FIRST = "other.io/first"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from draledger.emulator import ClusterEmulator, write_kubeconfig
+from draledger.demo.emulator import ClusterEmulator, write_kubeconfig
 
 
 def _kubectl() -> str | None:

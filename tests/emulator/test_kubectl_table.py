@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from draledger.crds import PRINTER_COLUMNS
-from draledger.emulator import ClusterEmulator, write_kubeconfig
-from draledger.emulator.printing import human_duration, requested_table
+from draledger.core.crds import PRINTER_COLUMNS
+from draledger.demo.emulator import ClusterEmulator, write_kubeconfig
+from draledger.demo.emulator.printing import human_duration, requested_table
 from tests.emulator.conftest import Api
 
 TABLE = ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from draledger.emulator import ApiError, parse_selector
+from draledger.demo.emulator import ApiError, parse_selector
 
 PODS = "/api/v1/namespaces/ns1/pods"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from draledger.emulator import ClusterEmulator
+from draledger.demo.emulator import ClusterEmulator
 
 PODS = "/api/v1/namespaces/ns1/pods"
 LEDGERS = "/apis/draledger.dev/v1alpha1/nodeallocatableledgers"

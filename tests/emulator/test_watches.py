@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from draledger.emulator import ClusterEmulator
+from draledger.demo.emulator import ClusterEmulator
 
 PODS = "/api/v1/namespaces/ns1/pods"
 

@@ -52,13 +52,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from draledger.accounting.ledger import Flags, RejectedSlice
-from draledger.accounting.release import GATE
-from draledger.clocks import now_rfc3339
-from draledger.dumps import Loaded, load_items
-from draledger.emulator import ClusterEmulator
-from draledger.ledgers import ledger_object, status_of
-from draledger.writing import VOLATILE
+from draledger.commands.dumps import Loaded, load_items
+from draledger.core.accounting.ledger import Flags, RejectedSlice
+from draledger.core.accounting.release import GATE
+from draledger.core.ledgers import ledger_object, status_of
+from draledger.demo.emulator import ClusterEmulator
+from draledger.operator.clocks import now_rfc3339
+from draledger.operator.writing import VOLATILE
 from tests.faults.objects import affinity_allows, claim_names, gate_names, node_terms_allow
 from tests.faults.timeline import OPERATOR, Entry
 

@@ -29,8 +29,8 @@ import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from draledger.accounting.release import GATE
-from draledger.emulator import ClusterEmulator
+from draledger.core.accounting.release import GATE
+from draledger.demo.emulator import ClusterEmulator
 from tests.faults.objects import (
     CLAIMS,
     CPU,

@@ -1,4 +1,4 @@
-"""The real operator as a separate process (``python -m draledger.cli run``), so that SIGKILL really kills it.
+"""The real operator as a separate process (``python -m draledger run``), so that SIGKILL really kills it.
 
 Rules:
 1. Each process starts in its own session (its own process group); ``kill()`` sends SIGKILL to the whole
@@ -49,7 +49,7 @@ class OperatorProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DRALEDGER_")}
         with log.open("ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "draledger.cli", "run", "--server", server,
+                [sys.executable, "-m", "draledger", "run", "--server", server,
                  "--metrics-port", str(self.port), *ARGS],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True,
             )

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from draledger.accounting.release import GATE
-from draledger.emulator import Change
+from draledger.core.accounting.release import GATE
+from draledger.demo.emulator import Change
 from tests.faults.checks import judge
 from tests.faults.objects import allocation, claim_body, cpu_slice, node_body, pod_body
 from tests.faults.timeline import OPERATOR, Entry

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from draledger.emulator import ClusterEmulator
+from draledger.demo.emulator import ClusterEmulator
 from tests.faults.objects import CLAIMS, LEDGERS, NODES, NS, PODS, SLICES, cpu_slice
 from tests.faults.report import ORDER, Run, seeds
 from tests.faults.world import World, poll

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import kmock
 
-from draledger.emulator import Change, ClusterEmulator
+from draledger.demo.emulator import Change, ClusterEmulator
 
 OPERATOR = "operator"
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from draledger.emulator import ClusterEmulator, EmulatorServer
-from draledger.emulator.discovery import register_cluster_resources
+from draledger.demo.emulator import ClusterEmulator, EmulatorServer
+from draledger.demo.emulator.discovery import register_cluster_resources
 from tests.faults import checks
 from tests.faults.churn import Churn
 from tests.faults.process import OperatorProcess, Operators

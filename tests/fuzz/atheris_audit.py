@@ -22,8 +22,9 @@ import atheris  # type: ignore[import-not-found]
 import yaml
 
 with atheris.instrument_imports(include=["draledger"]):
-    from draledger import audit, dumps, ledgers
-    from draledger.accounting.ledger import Flags
+    from draledger.commands import audit, dumps
+    from draledger.core import ledgers
+    from draledger.core.accounting.ledger import Flags
 
 CONFORMANCE = Path(__file__).resolve().parent.parent / "conformance"
 NOW = "2026-12-02T10:00:00Z"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from typing import Any
 
-from draledger.emulator import serve_emulator
+from draledger.demo.emulator import serve_emulator
 from tests.integration.harness import (
     CLAIMS,
     LEDGERS,
@@ -196,7 +196,7 @@ class TestFreezeCommands:
 
                 async def cli(*args: str) -> subprocess.CompletedProcess[str]:
                     return await asyncio.to_thread(
-                        subprocess.run, [sys.executable, "-m", "draledger.cli", *args, "--server", url],
+                        subprocess.run, [sys.executable, "-m", "draledger", *args, "--server", url],
                         capture_output=True, text=True, timeout=60)
 
                 frozen = await cli("freeze", "--node", "n2", "--reason", "repairing the cpu driver")

@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from draledger.emulator import serve_emulator
+from draledger.demo.emulator import serve_emulator
 from tests.integration.harness import eventually, running
 
 GATE = {"name": "draledger.dev/ledger-ready"}

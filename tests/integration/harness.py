@@ -15,13 +15,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from draledger.accounting.ledger import Flags
-from draledger.audit import ledgers_of
-from draledger.config import OperatorConfig
-from draledger.dumps import Loaded, load_items
-from draledger.emulator import ClusterEmulator
-from draledger.running import Operator
-from draledger.writing import VOLATILE
+from draledger.commands.audit import ledgers_of
+from draledger.commands.dumps import Loaded, load_items
+from draledger.core.accounting.ledger import Flags
+from draledger.demo.emulator import ClusterEmulator
+from draledger.operator.config import OperatorConfig
+from draledger.operator.running import Operator
+from draledger.operator.writing import VOLATILE
 
 LEDGERS = "draledger.dev/v1alpha1/nodeallocatableledgers"
 PODS = "v1/pods"

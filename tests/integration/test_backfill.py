@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from draledger.emulator import patches, serve_emulator
+from draledger.demo.emulator import patches, serve_emulator
 from tests.integration.harness import PODS, case_items, eventually, phase_is, running, status, writes
 
 FIELD = "nodeAllocatableResourceClaimStatuses"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from draledger.emulator import ClusterEmulator, serve_emulator
+from draledger.demo.emulator import ClusterEmulator, serve_emulator
 from tests.integration.harness import (
     CLAIMS,
     NODES,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from draledger.metrics import Metrics
+from draledger.operator.metrics import Metrics
 from tests.manifests.kustomized import Objects, one
 
 RUNBOOKS = "https://github.com/dra-ledger/dra-ledger/blob/main/docs/operations.md#"
@@ -70,7 +70,7 @@ class TestAlerts:
         assert alerts["DraLedgerOperatorDownWhilePodsGated"]["labels"]["severity"] == "critical"
 
     def test_metric_names_exist(self, alerts: dict[str, dict[str, Any]]) -> None:
-        """Every draledger_* series an alert reads is one the operator exports (operator/draledger/metrics.py)."""
+        """Every draledger_* series an alert reads is one the operator exports (draledger/operator/metrics.py)."""
         exported = _exported_names()
         used = {name for rule in alerts.values() for name in re.findall(r"\bdraledger_[a-z_]+", rule["expr"])}
         assert used

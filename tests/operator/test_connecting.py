@@ -1,4 +1,4 @@
-"""Credentials as users have them (draledger.connecting), and KubeApi's one re-login after a 401, without a cluster.
+"""Credentials as users have them (operator/connecting.py) and KubeApi's one re-login after a 401, without a cluster.
 
 The kubeconfigs here are written by the tests; the exec plugin is a real executable script; the API server is a
 tiny aiohttp application on 127.0.0.1 that checks the bearer token and records every request it answers.
@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from draledger import __version__
-from draledger.connecting import CredentialsError, Source, credentials
-from draledger.kubeapi import ApiError, KubeApi, NotFound
+from draledger.operator.connecting import CredentialsError, Source, credentials
+from draledger.operator.kubeapi import ApiError, KubeApi, NotFound
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"  # read by nothing here, only copied
 
@@ -385,7 +385,7 @@ class TestRelogin:
         """``draledger export --from-cluster`` against kube-apiserver's plain-text 404 for the ledgers' API: one
         line asking whether the CRD is installed, at once (it said "the answer is not JSON")."""
         done = await asyncio.to_thread(subprocess.run, [
-            sys.executable, "-m", "draledger.cli", "export", "--from-cluster", "--server", token_server.url],
+            sys.executable, "-m", "draledger", "export", "--from-cluster", "--server", token_server.url],
             capture_output=True, text=True, timeout=30, check=False, stdin=subprocess.DEVNULL)
         assert (1, [f"error: the API server {token_server.url} serves no NodeAllocatableLedger (HTTP 404): is the "
                     "dra-ledger CRD installed?"]) == (done.returncode, done.stderr.splitlines())

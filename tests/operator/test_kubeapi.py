@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import kopf
 import pytest
 
-from draledger.emulator import ClusterEmulator, serve_emulator
-from draledger.kubeapi import Conflict, KubeApi
+from draledger.demo.emulator import ClusterEmulator, serve_emulator
+from draledger.operator.kubeapi import Conflict, KubeApi
 
 PODS = "/api/v1/namespaces/ns1/pods"
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from draledger.config import OperatorConfig
-from draledger.metrics import Metrics
-from draledger.runtime import Runtime
-from draledger.writing import Writer
+from draledger.operator.config import OperatorConfig
+from draledger.operator.metrics import Metrics
+from draledger.operator.runtime import Runtime
+from draledger.operator.writing import Writer
 from tests.integration.harness import case_items
 
 KIND = {"Node": "nodes", "Pod": "pods", "ResourceSlice": "resourceslices", "ResourceClaim": "resourceclaims"}

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from draledger.config import OperatorConfig, add_arguments, from_args
-from draledger.metrics import Metrics
-from draledger.running import tune_gc
-from draledger.runtime import Runtime
-from draledger.writing import Writer, next_pause
+from draledger.operator.config import OperatorConfig, add_arguments, from_args
+from draledger.operator.metrics import Metrics
+from draledger.operator.running import tune_gc
+from draledger.operator.runtime import Runtime
+from draledger.operator.writing import Writer, next_pause
 from tests.integration.harness import case_items
 
 KIND = {"Node": "nodes", "Pod": "pods", "ResourceSlice": "resourceslices", "ResourceClaim": "resourceclaims"}

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from draledger.accounting.release import GATE
-from draledger.config import OperatorConfig
-from draledger.emulator import ClusterEmulator, serve_emulator
-from draledger.metrics import Metrics
-from draledger.runtime import RECONNECT_GRACE, Runtime
-from draledger.watching import StreamHealth
+from draledger.core.accounting.release import GATE
+from draledger.demo.emulator import ClusterEmulator, serve_emulator
+from draledger.operator.config import OperatorConfig
+from draledger.operator.metrics import Metrics
+from draledger.operator.runtime import RECONNECT_GRACE, Runtime
+from draledger.operator.watching import StreamHealth
 from tests.integration.harness import NODES, PODS, case_items, eventually, phase_is, running
 
 UNALLOCATED = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from draledger.config import OperatorConfig
-from draledger.metrics import Metrics
-from draledger.runtime import Runtime
+from draledger.operator.config import OperatorConfig
+from draledger.operator.metrics import Metrics
+from draledger.operator.runtime import Runtime
 from tests.integration.harness import case_items
 
 KIND = {"Node": "nodes", "Pod": "pods", "ResourceSlice": "resourceslices", "ResourceClaim": "resourceclaims"}

@@ -7,10 +7,10 @@ from typing import Any
 
 from prometheus_client import generate_latest
 
-from draledger import watching
-from draledger.config import OperatorConfig
-from draledger.metrics import Metrics
-from draledger.runtime import Runtime
+from draledger.operator import watching
+from draledger.operator.config import OperatorConfig
+from draledger.operator.metrics import Metrics
+from draledger.operator.runtime import Runtime
 from tests.integration.harness import case_items
 
 
@@ -136,9 +136,9 @@ class TestHooks:
         """The pinned Kopf internals exist and are replaced by our observers (fails loudly on a Kopf change)."""
         watching.HOOKS.install()
         assert "infinite_watch" == watching.kopf_watching.infinite_watch.__name__
-        assert watching.kopf_watching.infinite_watch.__module__ == "draledger.watching"
-        assert watching.kopf_watching.watch_objs.__module__ == "draledger.watching"
-        assert watching.kopf_api.request.__module__ == "draledger.watching"
+        assert watching.kopf_watching.infinite_watch.__module__ == "draledger.operator.watching"
+        assert watching.kopf_watching.watch_objs.__module__ == "draledger.operator.watching"
+        assert watching.kopf_api.request.__module__ == "draledger.operator.watching"
         assert watching.kopf_watching.Bookmark.LISTED is not None
 
     def test_urls_map_to_kinds(self) -> None:

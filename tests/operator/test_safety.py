@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from draledger.accounting.release import GATE
-from draledger.config import OperatorConfig
-from draledger.emulator import ClusterEmulator, serve_emulator
-from draledger.kubeapi import ApiError, NotFound
-from draledger.metrics import Metrics
-from draledger.runtime import Runtime, Stored
-from draledger.writing import Writer
+from draledger.core.accounting.release import GATE
+from draledger.demo.emulator import ClusterEmulator, serve_emulator
+from draledger.operator.config import OperatorConfig
+from draledger.operator.kubeapi import ApiError, NotFound
+from draledger.operator.metrics import Metrics
+from draledger.operator.runtime import Runtime, Stored
+from draledger.operator.writing import Writer
 from tests.integration.harness import (
     LEDGERS,
     NODES,

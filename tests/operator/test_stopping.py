@@ -13,8 +13,8 @@ from typing import Any
 import kopf
 import pytest
 
-from draledger.config import OperatorConfig
-from draledger.running import Operator
+from draledger.operator.config import OperatorConfig
+from draledger.operator.running import Operator
 
 CONFIG = OperatorConfig(server="http://127.0.0.1:9", metrics_host="127.0.0.1", metrics_port=0)
 

@@ -9,7 +9,7 @@ Rules:
    of the session are never gated.
 2. The operator authenticates as ``draledger-system/draledger`` with a token from the TokenRequest API, in a
    kubeconfig of its own: every request it makes meets the manifests' RBAC and ValidatingAdmissionPolicy.
-3. ``OperatorProcess`` is ``python -m draledger.cli run`` in its own process group (PR_SET_PDEATHSIG when
+3. ``OperatorProcess`` is ``python -m draledger run`` in its own process group (PR_SET_PDEATHSIG when
    started from the main thread): ``stop`` kills the group and reaps it, and the ``operators`` fixture stops
    every one it started, so none outlives its test. Its JSON log stays in the test's directory, and a failing
    test's report carries its tail.
@@ -203,7 +203,7 @@ def refusals(events: list[dict[str, Any]]) -> list[str]:
 
 
 class OperatorProcess:
-    """``python -m draledger.cli run ...`` as the operator's ServiceAccount (module rule 3)."""
+    """``python -m draledger run ...`` as the operator's ServiceAccount (module rule 3)."""
 
     def __init__(self, kubeconfig: Path, workdir: Path, args: list[str], name: str = "draledger") -> None:
         self.kubeconfig = kubeconfig
@@ -222,7 +222,7 @@ class OperatorProcess:
         assert self.process is None or self.process.poll() is not None, "already running"
         env = {key: value for key, value in os.environ.items() if not key.startswith("DRALEDGER_")}
         env.update({"KUBECONFIG": str(self.kubeconfig), "PYTHONUNBUFFERED": "1"})
-        command = [sys.executable, "-m", "draledger.cli", "run", "--metrics-host", "127.0.0.1", "--metrics-port",
+        command = [sys.executable, "-m", "draledger", "run", "--metrics-host", "127.0.0.1", "--metrics-port",
                    "0", "--log-format", "json", *self.args]
         self.port = 0
         with self.log.open("ab") as sink:
@@ -511,7 +511,7 @@ def dump(plane: ControlPlane, path: Path) -> Path:
 
 def audited(dump_file: Path) -> dict[str, dict[str, Any]]:
     """``draledger audit -f DUMP -o json``: node name -> the ledger it computes."""
-    done = subprocess.run([sys.executable, "-m", "draledger.cli", "audit", "-f", str(dump_file), "-o", "json"],
+    done = subprocess.run([sys.executable, "-m", "draledger", "audit", "-f", str(dump_file), "-o", "json"],
                           capture_output=True, text=True, timeout=120, check=True, cwd=ROOT)
     return {item["metadata"]["name"]: item for item in json.loads(done.stdout)["items"]}
 

@@ -190,7 +190,7 @@ def command(kubeconfig: Path, *args: str, missing: Path) -> subprocess.Completed
     """``draledger ARGS --kubeconfig K --context CONTEXT``, with ``$KUBECONFIG`` naming a missing file."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("DRALEDGER_")}
     env["KUBECONFIG"] = str(missing)
-    return subprocess.run([sys.executable, "-m", "draledger.cli", *args, "--kubeconfig", str(kubeconfig),
+    return subprocess.run([sys.executable, "-m", "draledger", *args, "--kubeconfig", str(kubeconfig),
                            "--context", CONTEXT], capture_output=True, text=True, timeout=60, check=False, cwd=ROOT,
                           env=env)
 

@@ -34,7 +34,7 @@ def committed_crd() -> dict[str, Any]:
 @cache
 def audited_ledgers() -> tuple[dict[str, Any], ...]:
     """The ledgers ``draledger audit`` prints for the example dump: real objects of the operator's own making."""
-    done = subprocess.run([sys.executable, "-m", "draledger.cli", "audit", "-f",
+    done = subprocess.run([sys.executable, "-m", "draledger", "audit", "-f",
                            str(ROOT / "tests" / "data" / "example-cluster.json"), "-o", "json"],
                           capture_output=True, text=True, timeout=60, check=True)
     items = json.loads(done.stdout)["items"]

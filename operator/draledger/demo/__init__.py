@@ -1,6 +1,6 @@
 """``draledger demo``: an embedded Kubernetes API, a realistic DRA cluster, the real operator, a short story.
 
-:func:`run_demo` serves the emulator (:mod:`draledger.emulator`, the one the tests use) on 127.0.0.1,
+:func:`run_demo` serves the emulator (:mod:`draledger.demo.emulator`, the one the tests use) on 127.0.0.1,
 preloads the cluster of :mod:`draledger.demo.cluster` (and the ledgers of the operator's "previous run"),
 starts the real operator in-process against it and plays :mod:`draledger.demo.story`. It needs no input:
 it runs in CI and in a pipe, and exits by itself (0 when every step happened in time). With ``serve`` the
@@ -26,7 +26,7 @@ __all__ = ["run_demo"]
 @contextlib.contextmanager
 def _logging_to(path: str) -> Iterator[None]:
     """Structlog JSON logs of the operator and Kopf (and warnings) into ``path``; restored afterwards."""
-    from draledger import logs
+    from draledger.operator import logs
 
     root = logging.getLogger()
     saved = (list(root.handlers), root.level)
@@ -50,12 +50,12 @@ async def _play(
 ) -> int:
     from dataclasses import replace
 
-    from draledger.config import OperatorConfig
     from draledger.demo import cluster
+    from draledger.demo.emulator import serve_emulator
     from draledger.demo.screen import Screen
     from draledger.demo.story import Story
-    from draledger.emulator import serve_emulator
-    from draledger.running import Operator
+    from draledger.operator.config import OperatorConfig
+    from draledger.operator.running import Operator
 
     async with serve_emulator(port=port) as (emulator, url):
         now = datetime.datetime.now(datetime.UTC)

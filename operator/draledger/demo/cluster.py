@@ -27,11 +27,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from draledger.accounting.footprints import Resources, add_into
-from draledger.accounting.ledger import Flags
-from draledger.audit import ledgers_of
-from draledger.dumps import Loaded, load_items
-from draledger.quantities import Quantity, parse_quantity
+from draledger.commands.audit import ledgers_of
+from draledger.commands.dumps import Loaded, load_items
+from draledger.core.accounting.footprints import Resources, add_into
+from draledger.core.accounting.ledger import Flags
+from draledger.core.quantities import Quantity, parse_quantity
 
 __all__ = [
     "CPU_DRIVER",

@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
-from draledger import tables
+from draledger.commands import tables
+from draledger.core.quantities import QuantityError, parse_quantity
 from draledger.demo import cluster
+from draledger.demo.emulator import ClusterEmulator, write_kubeconfig
 from draledger.demo.screen import Screen
-from draledger.emulator import ClusterEmulator, write_kubeconfig
-from draledger.quantities import QuantityError, parse_quantity
-from draledger.running import Operator
+from draledger.operator.running import Operator
 
 __all__ = ["DemoFailed", "Stopped", "Story"]
 
@@ -519,7 +519,7 @@ class Story:
             f"{backfilled} pod status backfilled; mappingVersion {versions}; {self.elapsed():.1f}s"
         )
         if self.svg:
-            from draledger.report import write_svg
+            from draledger.commands.report import write_svg
 
             write_svg(self.svg, ledgers)
             self.screen.say(f"wrote {self.svg}")

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from draledger.accounting.ledger import Flags, Ledger
-from draledger.accounting.statuses import planned_statuses
-from draledger.dumps import Loaded, all_problems, load_items
-from draledger.quantities import parse_quantity
+from draledger.commands.dumps import Loaded, all_problems, load_items
+from draledger.core.accounting.ledger import Flags, Ledger
+from draledger.core.accounting.statuses import planned_statuses
+from draledger.core.quantities import parse_quantity
 from tests.realcluster.fidelity.generating import NUMA_ATTRIBUTES, Case
 from tests.realcluster.fidelity.running import Outcome
 

@@ -1,0 +1,121 @@
+"""The NodeAllocatableLedger CustomResourceDefinition, generated from the pydantic models in ``ledgers``.
+
+Rules: the schema must be *structural* (kube-apiserver rejects anything else): every node has a type, no
+``$ref``, no ``anyOf`` of types, no ``title``. Optional fields are simply not ``required``. The committed
+``crds/nodeallocatableledgers.yaml`` is this module's output; a test keeps them equal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from draledger.core import ledgers
+
+PRINTER_COLUMNS = [
+    {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+    {"name": "CPU Req", "type": "string", "jsonPath": ".status.resources.cpu.requested"},
+    {"name": "CPU Alloc", "type": "string", "jsonPath": ".status.resources.cpu.allocatable"},
+    {"name": "Mem Req", "type": "string", "jsonPath": ".status.resources.memory.requested"},
+    {"name": "Mem Alloc", "type": "string", "jsonPath": ".status.resources.memory.allocatable"},
+    {"name": "Claims", "type": "integer", "jsonPath": ".status.claimCount"},
+    {
+        "name": "Mapping",
+        "type": "integer",
+        "jsonPath": ".status.mappingVersion",
+        "description": "monotonic version of the node's device mappings",
+    },
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+_DROP = frozenset({"title", "default"})
+
+
+def _structural(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_structural(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        return _structural(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    if "anyOf" in node:  # Optional[X]: keep X, drop null
+        kept = [branch for branch in node["anyOf"] if branch.get("type") != "null"]
+        merged = {**{k: v for k, v in node.items() if k != "anyOf"}, **_structural(kept[0], defs)}
+        return _structural(merged, defs)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROP or (key == "additionalProperties" and value is False):
+            continue  # structural schemas forbid additionalProperties: false; pruning drops unknown fields
+        if key == "properties":
+            out[key] = {name: _structural(sub, defs) for name, sub in value.items()}
+        elif key == "enum":
+            out[key] = list(value)
+        else:
+            out[key] = _structural(value, defs)
+    if "const" in out:
+        out["enum"] = [out.pop("const")]
+    if out.get("type") == "object" and "additionalProperties" not in out and "properties" not in out:
+        out["x-kubernetes-preserve-unknown-fields"] = True
+    return out
+
+
+def model_schema(model: type[ledgers._Model]) -> dict[str, Any]:
+    raw = model.model_json_schema(by_alias=True, mode="serialization")
+    defs = raw.pop("$defs", {})
+    return _structural(raw, defs)  # type: ignore[no-any-return]
+
+
+def crd() -> dict[str, Any]:
+    status = model_schema(ledgers.NodeAllocatableLedgerStatus)
+    conditions = status["properties"]["conditions"]
+    conditions["x-kubernetes-list-type"] = "map"
+    conditions["x-kubernetes-list-map-keys"] = ["type"]
+    spec = model_schema(ledgers.NodeAllocatableLedgerSpec)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": f"{ledgers.PLURAL}.{ledgers.GROUP}",
+            "labels": {"app.kubernetes.io/name": "dra-ledger", "app.kubernetes.io/part-of": "dra-ledger"},
+        },
+        "spec": {
+            "group": ledgers.GROUP,
+            "scope": "Cluster",
+            "names": {
+                "kind": ledgers.KIND,
+                "listKind": f"{ledgers.KIND}List",
+                "plural": ledgers.PLURAL,
+                "singular": ledgers.KIND.lower(),
+                "shortNames": [ledgers.SHORT_NAME],
+                "categories": ["draledger"],
+            },
+            "versions": [
+                {
+                    "name": ledgers.VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": PRINTER_COLUMNS,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "description": "The node-allocatable ledger of one Node (named after it): ordinary "
+                            "requests and DRA claims in one account, with per-NUMA subledgers.",
+                            "properties": {
+                                "apiVersion": {"type": "string"},
+                                "kind": {"type": "string"},
+                                "metadata": {"type": "object"},
+                                "spec": spec,
+                                "status": status,
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def crd_yaml() -> str:
+    header = "# Generated by `draledger crd` from draledger.core.ledgers; do not edit by hand.\n"
+    return header + yaml.safe_dump(crd(), sort_keys=False, width=120, allow_unicode=True)

@@ -1,0 +1,48 @@
+"""Nodes: name, UID, allocatable and readiness. Everything else on a Node is ignored."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping as AbstractMapping
+from dataclasses import dataclass
+from typing import Any
+
+from draledger.core.quantities import Quantity
+from draledger.core.views.problems import Problem, Reader, ref_of
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    name: str
+    uid: str
+    allocatable: dict[str, Quantity]
+    ready: bool
+    ready_reason: str
+    labels: dict[str, str]
+    problems: tuple[Problem, ...] = ()
+
+
+def read_node(raw: AbstractMapping[str, Any]) -> NodeView:
+    reader = Reader(ref_of(raw, "Node"))
+    meta = reader.identity(raw)
+    status = reader.mapping(raw.get("status"), "status")
+    allocatable = reader.quantities(status.get("allocatable"), "status.allocatable")
+    ready, reason = False, "NoReadyCondition"
+    for index, cond in enumerate(reader.items(status.get("conditions"), "status.conditions")):
+        cond = reader.mapping(cond, f"status.conditions[{index}]")
+        if cond.get("type") == "Ready":
+            ready = cond.get("status") == "True"
+            reason = reader.string(cond.get("reason"), f"status.conditions[{index}].reason") or (
+                "Ready" if ready else "NotReady"
+            )
+    labels = {
+        k: v for k, v in reader.mapping(meta.get("labels"), "metadata.labels").items() if isinstance(v, str)
+    }
+    return NodeView(
+        name=reader.ref.name,
+        uid=reader.string(meta.get("uid"), "metadata.uid"),
+        allocatable=allocatable,
+        ready=ready,
+        ready_reason=reason,
+        labels=labels,
+        problems=tuple(reader.problems),
+    )

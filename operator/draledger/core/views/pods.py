@@ -1,0 +1,399 @@
+"""Pods: what the ledger needs of a Pod, and nothing more (about 1 KiB retained per pod).
+
+Retained: identity, node, phase, the ordinary requests already aggregated as kube-scheduler aggregates them
+(component-helpers ``resource.AggregateContainerRequests``), pod-level requests, overhead, the pod's claims
+with the containers that reference each, the ``status.nodeAllocatableResourceClaimStatuses`` the scheduler
+wrote (both shapes), scheduling gates, and, only for a pod resized in place, what its status says of it.
+
+Rules:
+1. Container requests default to limits where only a limit is given, as the API server's defaulting does.
+2. Ordinary requests: ``max(Σ containers + Σ restartable init containers, max over regular init containers
+   of (its request + the restartable init containers declared before it))``.
+3. A claim's ``containers`` list one entry per reference (``resources.claims[]`` entry), init containers
+   first, in spec order: a container that names the claim twice (through two of its requests) is listed
+   twice, as the scheduler lists it.
+4. In-place resize (the scheduler reads ``status`` with InPlacePodVerticalScaling on): the view keeps, per
+   release, what the scheduler charges instead of the spec. v1.36: each container (and sidecar) whose status
+   has ``resources`` counts ``max(spec, actuated, allocated)`` (without spec when the resize is Infeasible).
+   v1.37: the aggregate is ``max(spec, actuated, allocated)`` of three aggregates, the claims added to the
+   spec and allocated ones only; pod-level status maps, when the kubelet wrote them, stand for the last two.
+5. Pod-level requests: only cpu, memory and hugepages-* (``IsSupportedPodLevelResource``); with the pod's
+   ``status.resources``, the effective pod-level request is ``max(spec, actuated, allocated)`` too.
+6. Every defect is a named problem; nothing raises.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from collections.abc import Mapping as AbstractMapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from draledger.core.quantities import Quantity
+from draledger.core.views.problems import Problem, Reader, ref_of
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+Requests = dict[str, Quantity]
+
+
+class PodClaim(NamedTuple):
+    """One ``spec.resourceClaims[]`` entry, resolved to a ResourceClaim name where possible."""
+
+    name: str  # the pod's own name for the claim
+    claim_name: str | None  # the ResourceClaim object's name; None while a template claim is not generated
+    from_template: bool
+    references: tuple[str, ...]  # one container name per reference, init containers first (rule 3)
+
+    @property
+    def containers(self) -> tuple[str, ...]:
+        """The distinct containers that reference the claim, in order."""
+        return tuple(dict.fromkeys(self.references))
+
+
+class ClaimStatus(NamedTuple):
+    """One entry of ``status.nodeAllocatableResourceClaimStatuses`` (v1.36 or v1.37 shape)."""
+
+    claim_name: str
+    containers: tuple[str, ...]
+    mapping: dict[str, Quantity]  # v1.36 ``resources`` or v1.37 ``mapping``
+    per_pod: dict[str, Quantity]  # v1.37 overhead
+    per_container: dict[str, Quantity]  # v1.37 overhead
+    shape: str  # "v1.36" | "v1.37"
+
+    def charged(self) -> dict[str, Quantity]:
+        """What the scheduler charged for this claim: mapping + perPod + perContainer × containers."""
+        out = dict(self.mapping)
+        for name, quantity in self.per_pod.items():
+            out[name] = out[name] + quantity if name in out else quantity
+        count = len(self.containers)
+        for name, quantity in self.per_container.items():
+            extra = quantity.times(count)
+            out[name] = out[name] + extra if name in out else extra
+        return out
+
+
+class Resize(NamedTuple):
+    """What the status of a pod resized in place changes in what the scheduler charges (rules 4 and 5)."""
+
+    effective136: Requests  # v1.36: the aggregate with each resized container's max(spec, actuated, allocated)
+    allocated137: Requests  # v1.37: the aggregate of allocated requests (or the pod-level map)
+    actuated137: Requests  # v1.37: the aggregate of actuated requests (or the pod-level map)
+    pod_level_maps: bool  # v1.37: the two above are the pod-level status maps (the claims are in them)
+    infeasible: bool  # PodResizePending=Infeasible: the spec does not count
+    pod_level: Requests | None  # effective pod-level requests, from the pod's status.resources
+
+
+@dataclass(frozen=True, slots=True)
+class GateInfo:
+    """Kept only for pods with scheduling gates (few, and short-lived): what gate release needs."""
+
+    created: str  # metadata.creationTimestamp
+    has_affinity: bool  # spec.affinity exists (any kind)
+    node_affinity: dict[str, Any] | None  # spec.affinity.nodeAffinity, as sent
+
+
+class PodView(NamedTuple):
+    """What the ledger keeps of a Pod (a named tuple: one is built per pod event)."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    node_name: str
+    phase: str
+    ordinary: Requests
+    pod_level: Requests
+    overhead: Requests
+    claims: tuple[PodClaim, ...]
+    claim_statuses: tuple[ClaimStatus, ...] | None  # None: the field is absent (never charged)
+    scheduling_gates: tuple[str, ...]
+    gate_info: GateInfo | None
+    key: tuple[str, str]  # (namespace, name), built once: every index shares this one tuple
+    problems: tuple[Problem, ...] = ()
+    resize: Resize | None = None
+
+    @property
+    def counted(self) -> bool:
+        """Counts on its node: bound, and neither Succeeded nor Failed."""
+        return bool(self.node_name) and self.phase not in TERMINAL_PHASES
+
+
+_intern = sys.intern
+_NONE: Requests = {}  # the pod-level requests and overhead most pods do not have: one shared empty dict
+
+
+def add_into(total: Requests, more: AbstractMapping[str, Quantity]) -> None:
+    for name, quantity in more.items():
+        current = total.get(name)
+        total[name] = quantity if current is None else current + quantity
+
+
+def max_into(total: Requests, other: AbstractMapping[str, Quantity]) -> None:
+    for name, quantity in other.items():
+        current = total.get(name)
+        if current is None or quantity > current:
+            total[name] = quantity
+
+
+def maximum(*lists: AbstractMapping[str, Quantity] | None) -> Requests:
+    out: Requests = {}
+    for requests in lists:
+        if requests is not None:
+            max_into(out, requests)
+    return out
+
+
+def aggregate_containers(containers: Iterable[Requests], init_containers: Iterable[tuple[Requests, bool]]) -> Requests:
+    """The ordinary (claim-free, overhead-free) requests of a pod; init entries are (requests, restartable)."""
+    requests: Requests = {}
+    for container in containers:
+        add_into(requests, container)
+    sidecars: Requests = {}
+    peak: Requests = {}
+    for container, restartable in init_containers:
+        if restartable:
+            add_into(requests, container)
+            add_into(sidecars, container)
+            max_into(peak, sidecars)
+        else:
+            combined = dict(container)
+            add_into(combined, sidecars)
+            max_into(peak, combined)
+    max_into(requests, peak)
+    return requests
+
+
+class _Container(NamedTuple):
+    name: str
+    spec: Requests
+    init: bool
+    restartable: bool
+
+
+class _Status(NamedTuple):
+    resources: bool  # the status has ``resources`` (what v1.36 looks at)
+    actuated: Requests | None  # status.resources.requests (None: absent)
+    allocated: Requests | None  # status.allocatedResources (None: absent)
+
+
+def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
+    """The pod's view; every defect a named problem."""
+    reader = Reader(ref_of(raw, "Pod"))
+    meta = reader.identity(raw)
+    if "spec" not in raw:
+        reader.bad("spec", None, "a Pod needs a spec; counted as requesting nothing")
+    spec = reader.mapping(raw.get("spec"), "spec")
+    status = reader.mapping(raw.get("status"), "status")
+
+    references: dict[str, list[str]] = {}
+    containers: list[_Container] = []
+    for field_name in ("initContainers", "containers"):
+        init = field_name == "initContainers"
+        for index, container in enumerate(reader.items(spec.get(field_name), f"spec.{field_name}")):
+            path = f"spec.{field_name}[{index}]"
+            container = reader.mapping(container, path)
+            cname = _intern(reader.string(container.get("name"), f"{path}.name"))
+            resources = reader.mapping(container.get("resources"), f"{path}.resources")
+            requests = reader.quantities(resources.get("requests"), f"{path}.resources.requests")
+            for name, limit in reader.quantities(resources.get("limits"), f"{path}.resources.limits").items():
+                requests.setdefault(name, limit)
+            containers.append(_Container(cname, requests, init, init and container.get("restartPolicy") == "Always"))
+            for cindex, ref in enumerate(reader.items(resources.get("claims"), f"{path}.resources.claims")):
+                ref = reader.mapping(ref, f"{path}.resources.claims[{cindex}]")
+                claim = reader.string(ref.get("name"), f"{path}.resources.claims[{cindex}].name")
+                references.setdefault(claim, []).append(cname)
+    ordinary = aggregate_containers(
+        (c.spec for c in containers if not c.init), ((c.spec, c.restartable) for c in containers if c.init)
+    )
+
+    generated: dict[str, str | None] = {}
+    for index, entry in enumerate(reader.items(status.get("resourceClaimStatuses"), "status.resourceClaimStatuses")):
+        entry = reader.mapping(entry, f"status.resourceClaimStatuses[{index}]")
+        name = reader.string(entry.get("name"), f"status.resourceClaimStatuses[{index}].name")
+        value = entry.get("resourceClaimName")
+        generated[name] = value if isinstance(value, str) and value else None
+
+    claims: list[PodClaim] = []
+    for index, entry in enumerate(reader.items(spec.get("resourceClaims"), "spec.resourceClaims")):
+        path = f"spec.resourceClaims[{index}]"
+        entry = reader.mapping(entry, path)
+        name = reader.string(entry.get("name"), f"{path}.name")
+        direct = reader.string(entry.get("resourceClaimName"), f"{path}.resourceClaimName")
+        template = reader.string(entry.get("resourceClaimTemplateName"), f"{path}.resourceClaimTemplateName")
+        claim_name = direct or (generated.get(name) if template else None)
+        if not direct and not template:
+            reader.bad(path, entry, "needs resourceClaimName or resourceClaimTemplateName")
+        claims.append(PodClaim(name, claim_name, bool(template) and not direct, tuple(references.get(name, ()))))
+
+    spec_resources = reader.mapping(spec.get("resources"), "spec.resources")
+    pod_level = {
+        name: quantity
+        for name, quantity in reader.quantities(spec_resources.get("requests"), "spec.resources.requests").items()
+        if name in ("cpu", "memory") or name.startswith("hugepages-")
+    }
+    affinity = reader.mapping(spec.get("affinity"), "spec.affinity")
+    gates = tuple(
+        g["name"]
+        for g in reader.items(spec.get("schedulingGates"), "spec.schedulingGates")
+        if isinstance(g, dict) and isinstance(g.get("name"), str)
+    )
+    namespace = _intern(reader.ref.namespace)
+    resize = _resize(reader, status, containers, pod_level)
+    overhead = reader.quantities(spec.get("overhead"), "spec.overhead")
+    return PodView(
+        namespace=namespace,
+        name=reader.ref.name,
+        uid=reader.string(meta.get("uid"), "metadata.uid"),
+        resource_version=reader.string(meta.get("resourceVersion"), "metadata.resourceVersion"),
+        node_name=_intern(reader.string(spec.get("nodeName"), "spec.nodeName")),
+        phase=_intern(reader.string(status.get("phase"), "status.phase")),
+        ordinary=ordinary,
+        pod_level=pod_level or _NONE,
+        overhead=overhead or _NONE,
+        claims=tuple(claims),
+        claim_statuses=_claim_statuses(reader, status),
+        scheduling_gates=gates,
+        gate_info=GateInfo(
+            created=reader.string(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+            has_affinity="affinity" in spec and spec.get("affinity") is not None,
+            node_affinity=dict(affinity["nodeAffinity"]) if isinstance(affinity.get("nodeAffinity"), dict) else None,
+        )
+        if gates
+        else None,
+        key=(namespace, reader.ref.name),
+        problems=tuple(reader.problems),
+        resize=resize,
+    )
+
+
+def _statuses(reader: Reader, status: AbstractMapping[str, Any]) -> dict[str, _Status]:
+    out: dict[str, _Status] = {}
+    for field_name in ("initContainerStatuses", "containerStatuses"):
+        for index, entry in enumerate(reader.items(status.get(field_name), f"status.{field_name}")):
+            path = f"status.{field_name}[{index}]"
+            entry = reader.mapping(entry, path)
+            resources = entry.get("resources")
+            actuated = None
+            if resources is not None:
+                mapped = reader.mapping(resources, f"{path}.resources")
+                if mapped.get("requests") is not None:
+                    actuated = reader.quantities(mapped["requests"], f"{path}.resources.requests")
+            allocated = None
+            if entry.get("allocatedResources") is not None:
+                allocated = reader.quantities(entry["allocatedResources"], f"{path}.allocatedResources")
+            if resources is not None or allocated is not None:
+                name = reader.string(entry.get("name"), f"{path}.name")
+                out[name] = _Status(resources is not None, actuated, allocated)
+    return out
+
+
+def _infeasible(reader: Reader, status: AbstractMapping[str, Any]) -> bool:
+    for condition in reader.items(status.get("conditions"), "status.conditions"):
+        if isinstance(condition, dict) and condition.get("type") == "PodResizePending":
+            return condition.get("reason") == "Infeasible"
+    return False
+
+
+def _resize(
+    reader: Reader, status: AbstractMapping[str, Any], containers: list[_Container], pod_level: Requests
+) -> Resize | None:
+    """What the status says of a pod resized in place (rules 4 and 5); None when it says nothing."""
+    statuses = _statuses(reader, status)
+    pod_resources = reader.mapping(status.get("resources"), "status.resources")
+    pod_actuated = (
+        reader.quantities(pod_resources.get("requests"), "status.resources.requests") if pod_resources else None
+    )
+    pod_allocated = (
+        reader.quantities(status["allocatedResources"], "status.allocatedResources")
+        if status.get("allocatedResources") is not None
+        else None
+    )
+    if not statuses and pod_actuated is None:
+        return None
+    infeasible = _infeasible(reader, status)
+
+    def effective(spec: Requests, actuated: Requests | None, allocated: Requests | None) -> Requests:
+        return maximum(None if infeasible else spec, actuated, allocated)
+
+    def v136(c: _Container) -> Requests:
+        found = statuses.get(c.name)
+        if found is None or not found.resources or (c.init and not c.restartable):
+            return c.spec
+        return effective(c.spec, found.actuated, found.allocated)
+
+    def allocated(c: _Container) -> Requests:
+        found = statuses.get(c.name)
+        if found is not None and found.allocated is not None:
+            return found.allocated
+        return {} if infeasible else c.spec
+
+    def actuated(c: _Container) -> Requests:
+        found = statuses.get(c.name)
+        if found is not None and found.actuated is not None:
+            return found.actuated
+        if found is not None and found.allocated is not None:
+            return found.allocated
+        return {} if infeasible else c.spec
+
+    def aggregate(requests_of: Any) -> Requests:
+        return aggregate_containers(
+            (requests_of(c) for c in containers if not c.init),
+            ((requests_of(c), c.restartable) for c in containers if c.init),
+        )
+
+    maps = pod_allocated is not None and pod_actuated is not None
+    return Resize(
+        effective136=aggregate(v136),
+        allocated137=pod_allocated if maps and pod_allocated is not None else aggregate(allocated),
+        actuated137=pod_actuated if maps and pod_actuated is not None else aggregate(actuated),
+        pod_level_maps=maps,
+        infeasible=infeasible,
+        pod_level=effective(pod_level, pod_actuated, pod_allocated) if pod_level and pod_actuated is not None else None,
+    )
+
+
+def _claim_statuses(reader: Reader, status: AbstractMapping[str, Any]) -> tuple[ClaimStatus, ...] | None:
+    field = "status.nodeAllocatableResourceClaimStatuses"
+    if status.get("nodeAllocatableResourceClaimStatuses") is None:
+        return None
+    out: list[ClaimStatus] = []
+    for index, entry in enumerate(reader.items(status.get("nodeAllocatableResourceClaimStatuses"), field)):
+        path = f"{field}[{index}]"
+        entry = reader.mapping(entry, path)
+        containers = tuple(
+            _intern(c) for c in reader.items(entry.get("containers"), f"{path}.containers") if isinstance(c, str)
+        )
+        mapping: dict[str, Quantity] = {}
+        per_pod: dict[str, Quantity] = {}
+        per_container: dict[str, Quantity] = {}
+        shape = "v1.36"
+        if "resources" in entry:
+            mapping = reader.quantities(entry.get("resources"), f"{path}.resources")
+        if "mapping" in entry or "overhead" in entry:
+            shape = "v1.37"
+            for mindex, item in enumerate(reader.items(entry.get("mapping"), f"{path}.mapping")):
+                item = reader.mapping(item, f"{path}.mapping[{mindex}]")
+                name = reader.string(item.get("name"), f"{path}.mapping[{mindex}].name")
+                quantity = reader.quantity(item.get("quantity"), f"{path}.mapping[{mindex}].quantity")
+                if name and quantity is not None:
+                    mapping[name] = quantity
+            for oindex, item in enumerate(reader.items(entry.get("overhead"), f"{path}.overhead")):
+                item = reader.mapping(item, f"{path}.overhead[{oindex}]")
+                name = reader.string(item.get("name"), f"{path}.overhead[{oindex}].name")
+                for key, target in (("perPod", per_pod), ("perContainer", per_container)):
+                    if item.get(key) is not None:
+                        quantity = reader.quantity(item.get(key), f"{path}.overhead[{oindex}].{key}")
+                        if name and quantity is not None:
+                            target[name] = quantity
+        out.append(
+            ClaimStatus(
+                claim_name=reader.string(entry.get("resourceClaimName"), f"{path}.resourceClaimName"),
+                containers=containers,
+                mapping=mapping,
+                per_pod=per_pod,
+                per_container=per_container,
+                shape=shape,
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,58 @@
+"""Kubernetes Events: phase changes on ledgers (``kubectl describe nal NODE`` tells the story) and the
+reasons a pod is held by the gate (``kubectl describe pod``). Best effort: never blocks anything."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from draledger.core.ledgers import API_VERSION, KIND
+from draledger.operator.clocks import now_rfc3339
+from draledger.operator.kubeapi import ApiError, KubeApi
+from draledger.operator.metrics import Metrics
+
+log = structlog.get_logger("draledger")
+WARNING_PHASES = frozenset({"Stale", "Overcommitted", "Frozen"})
+
+
+def event_body(involved: dict[str, Any], reason: str, message: str, kind: str, now: str) -> dict[str, Any]:
+    namespace = involved.get("namespace") or "default"  # cluster-scoped objects' events live in default
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
+        "involvedObject": {k: v for k, v in involved.items() if v},
+        "reason": reason,
+        "message": message[:1024],
+        "type": kind,
+        "source": {"component": "draledger"},
+        "reportingComponent": "draledger.dev/operator",
+        "reportingInstance": "draledger",
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+
+
+async def send(api: KubeApi, body: dict[str, Any], metrics: Metrics) -> None:
+    try:
+        await api.create(f"/api/v1/namespaces/{body['metadata']['namespace']}/events", body)
+        metrics.writes.labels("event").inc()
+    except ApiError as error:
+        metrics.write_failures.labels("event", str(error.status)).inc()
+        log.warning("event not posted", involved=body["involvedObject"].get("name"), error=str(error))
+
+
+async def post(api: KubeApi, node: str, uid: str, old: str, new: str, message: str, metrics: Metrics) -> None:
+    """A ledger's phase changed."""
+    involved = {"apiVersion": API_VERSION, "kind": KIND, "name": node, "uid": uid}
+    kind = "Warning" if new in WARNING_PHASES else "Normal"
+    await send(api, event_body(involved, new, f"{old or 'new'} -> {new}: {message}", kind, now_rfc3339()), metrics)
+
+
+async def post_pod(api: KubeApi, namespace: str, name: str, uid: str, reason: str, message: str,
+                   metrics: Metrics) -> None:
+    """A pod is held by the gate, for this reason."""
+    involved = {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": namespace, "uid": uid}
+    await send(api, event_body(involved, f"LedgerGate{reason}", message, "Normal", now_rfc3339()), metrics)

@@ -1,0 +1,106 @@
+"""Kopf handlers: short translators from watch events to runtime calls.
+
+Only silent ``@kopf.on.event`` handlers, never change-detection handlers, daemons, timers or finalizers
+on Pods, Claims or Slices: nothing is ever written onto those objects by Kopf (no annotations, no
+finalizers, no per-object tasks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+import kopf
+
+from draledger.core.ledgers import GROUP, PLURAL, VERSION
+from draledger.operator.gating import GatingWebhookServer, register_webhook
+from draledger.operator.runtime import Runtime
+
+WATCHED = (
+    ("nodes", ("v1", "nodes")),
+    ("pods", ("v1", "pods")),
+    ("resourceslices", ("resource.k8s.io", "v1", "resourceslices")),
+    ("resourceclaims", ("resource.k8s.io", "v1", "resourceclaims")),
+)
+
+
+def register(
+    registry: kopf.OperatorRegistry, runtime: Runtime, login: Callable[[], kopf.ConnectionInfo]
+) -> None:
+    """``login`` gives fresh credentials; Kopf calls it at start and again whenever the API answers 401."""
+
+    @kopf.on.login(registry=registry)
+    async def login_handler(**_: Any) -> kopf.ConnectionInfo:
+        return login()
+
+    for kind, selector in WATCHED:
+
+        def translate(kind: str = kind) -> Any:
+            async def handler(event: Any, **_: Any) -> None:
+                runtime.event(kind, event.get("type"), event.get("object") or {})
+
+            handler.__name__ = f"{kind}_event"
+            return handler
+
+        kopf.on.event(*selector, registry=registry, id=f"{kind}-event")(translate())
+
+    if runtime.config.webhook:
+        register_webhook(registry, frozenset(runtime.config.gate_exclude_namespaces))
+
+    @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry, id="ledger-event")
+    async def ledger_event(event: Any, **_: Any) -> None:
+        runtime.ledger_event(event.get("type"), event.get("object") or {})
+
+
+class InfiniteBackoffs:
+    """Retry API errors forever (capped exponential): a watch must never die of a flaky API server."""
+
+    def __iter__(self) -> Any:
+        delay = 0.5
+        while True:
+            yield delay
+            delay = min(delay * 2, 15.0)
+
+
+class NoDiffBase(kopf.DiffBaseStorage):
+    """No diff base: Kopf builds one for every event (two deep copies of the body) to detect changes for
+    change-detection handlers. This operator has none, so the copies were pure cost (the largest single one
+    with realistic pod bodies, see docs/performance.md). Nothing is stored on any object."""
+
+    def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
+        return cast(kopf.BodyEssence, {})
+
+    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
+        return None
+
+
+def settings_for(runtime: Runtime) -> kopf.OperatorSettings:
+    config = runtime.config
+    settings = kopf.OperatorSettings()
+    settings.scanning.disabled = True
+    settings.posting.enabled = False  # we post our own Events, on ledgers only
+    settings.peering.standalone = True
+    settings.persistence.finalizer = "draledger.dev/unused"
+    settings.persistence.diffbase_storage = NoDiffBase()
+    settings.watching.server_timeout = config.watch_timeout
+    settings.watching.client_timeout = config.watch_timeout + 15
+    settings.watching.connect_timeout = 10
+    settings.watching.reconnect_backoff = 0.5
+    settings.networking.error_backoffs = InfiniteBackoffs()
+    settings.watching.field_selectors["v1", "pods"] = "status.phase!=Succeeded,status.phase!=Failed"
+    if config.node_selector:
+        settings.watching.label_selectors["v1", "nodes"] = config.node_selector
+    if config.webhook:
+        cert_dir = config.webhook_cert_dir.rstrip("/")
+        settings.admission.server = GatingWebhookServer(
+            addr=config.webhook_host,
+            port=config.webhook_port,
+            path=None,
+            certfile=f"{cert_dir}/tls.crt",
+            pkeyfile=f"{cert_dir}/tls.key",
+            file_check_interval=30.0,  # cert-manager rotates the Secret; the server restarts on change
+        )
+    return settings

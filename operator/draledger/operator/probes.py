@@ -1,0 +1,38 @@
+"""The HTTP endpoints: ``/metrics`` (Prometheus), ``/healthz`` (liveness) and ``/readyz`` (rebuilt)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from draledger.operator.metrics import Metrics
+
+
+def application(metrics: Metrics, alive: Callable[[], bool], ready: Callable[[], bool]) -> web.Application:
+    async def metrics_handler(_: web.Request) -> web.Response:
+        body = generate_latest(metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok\n") if alive() else web.Response(status=500, text="writer stopped\n")
+
+    async def readyz(_: web.Request) -> web.Response:
+        return web.Response(text="ready\n") if ready() else web.Response(status=503, text="rebuilding\n")
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics_handler)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    return app
+
+
+async def serve(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    server = site._server
+    sockets = getattr(server, "sockets", None) or []
+    return runner, (sockets[0].getsockname()[1] if sockets else port)

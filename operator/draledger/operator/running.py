@@ -1,0 +1,134 @@
+"""``draledger run``: wire the runtime, the writer, the probes and Kopf together, and run until stopped.
+
+The operator never exits on API errors: writes retry on the next cycle, watches retry forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+from typing import Any
+
+import kopf
+import structlog
+
+from draledger.operator import handlers, probes
+from draledger.operator.config import OperatorConfig
+from draledger.operator.connecting import CredentialsError, Source, credentials
+from draledger.operator.kubeapi import KubeApi
+from draledger.operator.metrics import Metrics
+from draledger.operator.runtime import Runtime
+from draledger.operator.watching import HOOKS
+from draledger.operator.writing import Writer
+
+log = structlog.get_logger("draledger")
+
+
+def source_of(config: OperatorConfig) -> Source:
+    return Source(config.server, config.kubeconfig, config.context)
+
+
+def connection_info(config: OperatorConfig) -> kopf.ConnectionInfo:
+    try:
+        return credentials(source_of(config))
+    except CredentialsError as error:
+        raise SystemExit(f"error: {error}") from None
+
+
+class Operator:
+    """One operator instance; ``run()`` returns when ``stop`` is set."""
+
+    def __init__(self, config: OperatorConfig, stop: asyncio.Event | None = None) -> None:
+        self.config = config
+        self.stop = stop or asyncio.Event()
+        # Kopf stops on SIGINT/SIGTERM by itself. Given a stop flag as well, Kopf 1.45.2 leaves its task that
+        # waits for the flag running when a signal stops it, and waits 5 s for that "hung" task before it exits
+        # (seen on a real control plane: every SIGTERM took 5 s). So the flag goes to Kopf only when a caller
+        # holds it to stop the operator (the demo, tests, benchmarks); ``draledger run`` stops by signal.
+        self.stop_flag: asyncio.Event | None = stop
+        self.metrics = Metrics()
+        self.runtime = Runtime(config, self.metrics, asyncio.get_running_loop().time)
+        self.api = KubeApi(connection_info(config), login=lambda: credentials(source_of(config)))
+        self.writer = Writer(self.runtime, self.api)
+        self.port = 0
+        self._writer_task: asyncio.Task[Any] | None = None
+        self.metrics.watch_mapping_ages(self._mapping_ages)
+        self.metrics.frozen.set(1 if config.frozen else 0)
+
+    def _mapping_ages(self) -> list[tuple[str, float]]:
+        now = self.runtime.clock()
+        return [(n, now - s.mapping_changed_at) for n, s in self.runtime.stored.items() if s.exists]
+
+    def alive(self) -> bool:
+        return self._writer_task is not None and not self._writer_task.done()
+
+    async def _freshness(self) -> None:
+        while True:
+            await asyncio.sleep(min(1.0, self.config.freshness_window / 4))
+            self.runtime.check_freshness()
+
+    async def _start_writing(self) -> None:
+        while True:
+            try:
+                await self.writer.load_stored()
+                await self.writer.mark_rebuilding()
+                return
+            except Exception as error:  # the API may not be up yet: keep trying, never exit
+                log.warning("cannot read stored ledgers yet; retrying", error=str(error))
+                await asyncio.sleep(2.0)
+
+    async def run(self) -> None:
+        registry = kopf.OperatorRegistry()
+        first = self.api._info
+        logins = iter([first])  # the credentials already loaded serve the first login; later ones load afresh
+        handlers.register(registry, self.runtime, lambda: next(logins, None) or credentials(source_of(self.config)))
+        app = probes.application(self.metrics, self.alive, self.runtime.rebuilt.is_set)
+        runner, self.port = await probes.serve(app, self.config.metrics_host, self.config.metrics_port)
+        log.info(
+            "draledger operator starting",
+            metrics_port=self.port,
+            pod_status=self.config.pod_status,
+            node_selector=self.config.node_selector or "<all>",
+        )
+        tasks: list[asyncio.Task[Any]] = []
+        try:
+            with HOOKS.observing(self.runtime):
+                await self._start_writing()
+                self._writer_task = asyncio.create_task(self.writer.run(), name="draledger-writer")
+                tasks = [
+                    self._writer_task,
+                    asyncio.create_task(self._freshness(), name="draledger-freshness"),
+                ]
+                await kopf.operator(
+                    registry=registry,
+                    settings=handlers.settings_for(self.runtime),
+                    clusterwide=True,
+                    standalone=True,
+                    stop_flag=self.stop_flag,
+                )
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            await runner.cleanup()
+            await self.api.close()
+
+
+def tune_gc(config: OperatorConfig) -> None:
+    """Raise the collector's generation-0 threshold (process-wide; the other generations keep theirs).
+
+    The state holds no reference cycles; the cyclic collector only has the watch machinery's garbage to
+    find, and a larger young generation lets most of each decoded event die by reference counting before
+    any collection scans it.
+    """
+    if config.gc_threshold > 0:
+        _, second, third = gc.get_threshold()
+        gc.set_threshold(config.gc_threshold, second, third)
+
+
+async def run_operator(config: OperatorConfig) -> None:
+    tune_gc(config)
+    await Operator(config).run()

@@ -1,0 +1,350 @@
+"""The per-node writer: dirty nodes -> one coalesced status write of each changed ledger.
+
+Rules:
+1. A burst of events on a node becomes one write: the writer waits ``coalesce_window`` after the first
+   dirty mark, then plans every dirty node once. Under load the wait stretches: after a batch whose
+   planning took longer than the window, the next batch waits as long as that one took, up to
+   ``coalesce_window_max``.
+2. Planning is synchronous (the ledger, its standing for the gate releaser, the status body); the writes
+   run concurrently, at most ``write_concurrency`` at once, and nothing waits for them: one node's slow or
+   failing writes never hold another node's, nor the gate releases. A node with a write in flight is
+   planned again when it is done; a node whose write failed waits its own backoff (exponential, capped).
+3. Write only on a semantic change: the content (everything but versions and timestamps) is compared with
+   what the API holds (read back at start and from every ledger event); equal content means no request.
+4. What is stored is exactly what was computed: the whole ``/status`` is replaced by one JSON patch, guarded
+   by a ``test`` of the stored ``ledgerVersion`` (or of the object's uid when it has no status yet). A failed
+   test re-reads the object and plans again; a 404 re-reads it and creates it.
+5. ``ledgerVersion`` +1 per content change, ``mappingVersion`` +1 per mapping-fingerprint change; both
+   continue from the stored object across restarts, re-reads and recreations, and never decrease.
+6. A ledger is created only for a Node that exists now, with that Node's uid as its owner. A create
+   answered 409 reads the ledger back; if there is none, the create failed and is tried again.
+7. Until the rebuild is complete nothing is computed or written, except marking stored ledgers Rebuilding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from draledger.core.accounting.ledger import Ledger
+from draledger.core.ledgers import PLURAL, NodeAllocatableLedgerStatus, ledger_object, status_body
+from draledger.operator import events
+from draledger.operator.backfill import Backfill
+from draledger.operator.clocks import now_rfc3339
+from draledger.operator.gating import Releaser
+from draledger.operator.kubeapi import ApiError, Conflict, KubeApi, NotFound
+from draledger.operator.runtime import VOLATILE, Runtime, Stored, rejected_records, semantic_content, stored_from
+
+__all__ = ["LEDGERS", "VOLATILE", "Writer", "next_pause", "semantic_content", "stored_from"]
+
+log = structlog.get_logger("draledger")
+LEDGERS = f"/apis/draledger.dev/v1alpha1/{PLURAL}"
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 30.0
+RELEASE_RETRY = 1.0  # seconds before a release pass that met a failed patch or an unhealthy stream runs again
+
+
+def next_pause(window: float, window_max: float, batch_seconds: float) -> float:
+    """How long the next batch waits: the window, or as long as the last batch took (at most ``window_max``)."""
+    return max(window, min(batch_seconds, window_max))
+
+
+def backoff(failures: int) -> float:
+    """Seconds a node waits after its ``failures``-th consecutive failed write."""
+    return float(min(BACKOFF_CAP, BACKOFF_BASE * 2 ** max(0, failures - 1)))
+
+
+@dataclass(slots=True)
+class Plan:
+    """One node's write, decided synchronously: the status body (None: nothing to write) and its content."""
+
+    ledger: Ledger
+    body: dict[str, Any] | None
+    content: str
+    dirty_since: float
+
+
+class Writer:
+    def __init__(
+        self, runtime: Runtime, api: KubeApi, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    ) -> None:
+        self.runtime = runtime
+        self.api = api
+        self.sleep = sleep
+        self.backfill = Backfill(runtime, api)
+        self.releaser = Releaser(runtime, api)
+        self.inflight: dict[str, asyncio.Task[None]] = {}
+        self.failures: dict[str, int] = {}
+        self.retry_at: dict[str, float] = {}
+        self._slots = asyncio.Semaphore(runtime.config.write_concurrency)
+
+    async def load_stored(self) -> None:
+        """Read every stored ledger before the first write, so versions continue from them and what they
+        hold is what the first writes compare against; refusals they keep are seeded again."""
+        runtime = self.runtime
+        now = runtime.clock()
+        for obj in await self.api.list_all(LEDGERS):
+            name = (obj.get("metadata") or {}).get("name")
+            if not isinstance(name, str):
+                continue
+            runtime.stored[name] = stored_from(obj, now)
+            runtime.seed_refusals(name, rejected_records(obj))
+        log.info("stored ledgers read", count=len(runtime.stored))
+
+    async def mark_rebuilding(self) -> None:
+        for name, stored in sorted(self.runtime.stored.items()):
+            if stored.phase == "Rebuilding" or not stored.exists:
+                continue
+            version = stored.ledger_version + 1
+            patch = {
+                "status": {"phase": "Rebuilding", "ledgerVersion": version, "observedTime": now_rfc3339()}
+            }
+            if await self._send(name, "rebuilding", self.api.merge_patch(f"{LEDGERS}/{name}/status", patch)):
+                old = stored.phase
+                stored.ledger_version = stored.guard_version = version
+                stored.phase, stored.content, stored.has_status = "Rebuilding", "", True
+                await self._phase_event(name, stored, old, "the operator (re)started; recounting every object")
+
+    # ----- the loop -----
+    async def run(self) -> None:
+        runtime = self.runtime
+        config = runtime.config
+        pause = config.coalesce_window
+        while True:
+            await self._wait()
+            runtime.wakeup.clear()
+            await self.sleep(pause)
+            if runtime.rebuilt.is_set():  # until then keep the dirty set: it is written once rebuilt
+                started = runtime.clock()
+                for node in self._due(started):
+                    since = runtime.dirty.pop(node)
+                    try:
+                        self._start(node, since)
+                    except Exception:
+                        log.exception("ledger not computed; will retry", node=node)
+                        self._failed(node, since)
+                runtime.metrics.count_phases(s.phase for s in runtime.stored.values() if s.exists)
+                pause = next_pause(config.coalesce_window, config.coalesce_window_max, runtime.clock() - started)
+            if runtime.gated:
+                try:
+                    await self.releaser.release_pass()
+                except Exception:
+                    log.exception("gate release pass failed; will retry")
+
+    async def _wait(self) -> None:
+        """Until something is marked, or the earliest backoff of a dirty node is over."""
+        runtime = self.runtime
+        if runtime.wakeup.is_set():
+            return
+        waiting = [self.retry_at[n] for n in runtime.dirty if n in self.retry_at and n not in self.inflight]
+        if runtime.gated and self.releaser.retry_soon:
+            waiting.append(runtime.clock() + RELEASE_RETRY)
+        if not waiting:
+            await runtime.wakeup.wait()
+            return
+        delay = max(0.0, min(waiting) - runtime.clock())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(runtime.wakeup.wait(), timeout=delay)
+
+    def _due(self, now: float) -> list[str]:
+        """The dirty nodes to plan now: not written at this moment, not waiting out a backoff."""
+        inflight, retry_at = self.inflight, self.retry_at
+        return sorted(n for n in self.runtime.dirty if n not in inflight and retry_at.get(n, 0.0) <= now)
+
+    def _start(self, node: str, dirty_since: float) -> None:
+        plan = self.plan(node, dirty_since)
+        if plan is None:
+            return
+        needs_backfill = self.runtime.config.pod_status == "backfill" and self.backfill.wanted(node)
+        if plan.body is None and not needs_backfill:
+            self._succeeded(node)
+            return
+        task = asyncio.create_task(self._write_task(node, plan), name=f"draledger-write-{node}")
+        self.inflight[node] = task
+
+    async def _write_task(self, node: str, plan: Plan) -> None:
+        runtime = self.runtime
+        try:
+            async with self._slots:
+                await self.write_node(node, plan)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            if not isinstance(error, ApiError):
+                log.exception("ledger write failed; will retry", node=node)
+            self._failed(node, plan.dirty_since)
+        else:
+            self._succeeded(node)
+        finally:
+            self.inflight.pop(node, None)
+            if node in runtime.dirty:
+                runtime.wakeup.set()
+
+    def _succeeded(self, node: str) -> None:
+        self.failures.pop(node, None)
+        self.retry_at.pop(node, None)
+
+    def _failed(self, node: str, dirty_since: float) -> None:
+        runtime = self.runtime
+        failures = self.failures[node] = self.failures.get(node, 0) + 1
+        self.retry_at[node] = runtime.clock() + backoff(failures)
+        runtime.dirty.setdefault(node, dirty_since)
+        runtime.wakeup.set()
+
+    # ----- one node -----
+    def plan(self, node: str, dirty_since: float) -> Plan | None:
+        """The node's ledger now, and the status write it needs (synchronous: no event comes in between)."""
+        runtime = self.runtime
+        ledger = runtime.state.ledger(node, runtime.flags(node))
+        runtime.touched.discard(node)
+        self.releaser.note(node, ledger)
+        if ledger is None:
+            return None  # the Node is gone (its ledger goes with it, by ownerReference) or not selected
+        runtime.metrics.observe_ledger(ledger)
+        stored = runtime.stored.setdefault(node, Stored(mapping_changed_at=runtime.clock()))
+        # Build the status once, with the versions a write would carry; its semantic content (the same
+        # without versions and timestamps) decides whether to write at all.
+        mapping_version = stored.mapping_version
+        if ledger.mapping_fingerprint != stored.fingerprint or mapping_version == 0:
+            mapping_version += 1
+        body = status_body(
+            ledger,
+            ledger_version=stored.ledger_version + 1,
+            mapping_version=mapping_version,
+            now=now_rfc3339(),
+            previous_conditions=stored.conditions,
+        )
+        content = semantic_content(body)
+        if stored.exists and stored.has_status and stored.content == content:
+            return Plan(ledger, None, content, dirty_since)
+        return Plan(ledger, body, content, dirty_since)
+
+    async def write_node(self, node: str, plan: Plan) -> None:
+        """Send the plan: create the ledger if needed, replace its status, then backfill the node's pods."""
+        runtime = self.runtime
+        if plan.body is not None:
+            await self._write(node, plan)
+            runtime.metrics.write_latency.observe(max(0.0, runtime.clock() - plan.dirty_since))
+        if runtime.config.pod_status == "backfill":
+            await self.backfill.node(node)
+
+    async def _write(self, node: str, plan: Plan) -> None:
+        runtime = self.runtime
+        stored = runtime.stored.setdefault(node, Stored(mapping_changed_at=runtime.clock()))
+        body = plan.body
+        assert body is not None
+        if not stored.exists and not await self._create(node, plan.ledger, stored, body):
+            return
+        ops: list[dict[str, Any]] = (
+            [{"op": "test", "path": "/status/ledgerVersion", "value": stored.guard_version}]
+            if stored.has_status
+            else [{"op": "test", "path": "/metadata/uid", "value": stored.uid}]
+        )
+        ops.append({"op": "add", "path": "/status", "value": body})
+        try:
+            answer = await self.api.json_patch(f"{LEDGERS}/{node}/status", ops, attempts=1)
+        except (Conflict, NotFound) as error:
+            runtime.metrics.write_failures.labels("ledger", str(error.status)).inc()
+            log.info("stored ledger differs from what was believed; reading it again", node=node, error=str(error))
+            await self._reread(node, stored)
+            runtime.mark({node})
+            return
+        except ApiError as error:
+            runtime.metrics.write_failures.labels("ledger", str(error.status)).inc()
+            log.warning("write failed", node=node, target="ledger", error=str(error))
+            raise
+        runtime.metrics.writes.labels("ledger").inc()
+        old_phase = stored.phase
+        if body["mappingVersion"] != stored.mapping_version:
+            stored.mapping_changed_at = runtime.clock()
+        stored.ledger_version, stored.mapping_version = body["ledgerVersion"], body["mappingVersion"]
+        stored.guard_version = body["ledgerVersion"]
+        stored.fingerprint, stored.content, stored.phase = plan.ledger.mapping_fingerprint, plan.content, body["phase"]
+        stored.conditions, stored.has_status = body["conditions"], True
+        meta = (answer or {}).get("metadata") if isinstance(answer, dict) else None
+        stored.resource_version = str((meta or {}).get("resourceVersion") or "")
+        spec = answer.get("spec") if isinstance(answer, dict) else None
+        if isinstance(spec, dict) and stored.read_spec(spec):
+            runtime.mark({node})  # frozen or resumed since the last ledger event: that event is older than this
+        runtime.metrics.set_phase(node, stored.phase)
+        if old_phase != stored.phase:
+            await self._phase_event(node, stored, old_phase, self._phase_message(plan.ledger, stored))
+
+    async def _create(self, node: str, ledger: Ledger, stored: Stored, body: dict[str, Any]) -> bool:
+        """Create the ledger of a Node that exists now; False when there is nothing to write to."""
+        runtime = self.runtime
+        try:
+            live = await self.api.get(f"/api/v1/nodes/{node}", attempts=1)
+        except NotFound:
+            log.info("node is gone; no ledger is created for it", node=node)
+            runtime.forget_node(node)
+            return False
+        live_uid = ((live or {}).get("metadata") or {}).get("uid", "")
+        if ledger.node_uid and live_uid != ledger.node_uid:
+            # The Node was deleted and created again while its watch was away: the state's picture is of
+            # the old one. The nodes watch brings the new one; until then nothing is written for it.
+            log.info("node was replaced; waiting for the nodes watch", node=node, known=ledger.node_uid, live=live_uid)
+            raise ApiError(409, {"message": "node replaced"}, f"create ledger {node}")
+        obj = ledger_object(NodeAllocatableLedgerStatus.model_validate(body), live_uid or ledger.node_uid)
+        obj.pop("status")
+        try:
+            created = await self.api.create(LEDGERS, obj, attempts=1)
+        except Conflict as error:  # it exists after all (created by an earlier run whose list we missed): read it
+            await self._reread(node, stored)
+            if not stored.exists:  # gone again, or refused for another reason: a failed write, tried again
+                runtime.metrics.write_failures.labels("ledger", str(error.status)).inc()
+                log.warning("ledger create refused, yet no ledger is stored; will retry", node=node, error=str(error))
+                raise
+            return True
+        except ApiError as error:
+            runtime.metrics.write_failures.labels("ledger", str(error.status)).inc()
+            raise
+        runtime.metrics.writes.labels("ledger-create").inc()
+        versions = (stored.ledger_version, stored.mapping_version)
+        stored.read(created)
+        stored.ledger_version, stored.mapping_version = max(versions[0], stored.ledger_version), max(
+            versions[1], stored.mapping_version
+        )
+        return True
+
+    async def _reread(self, node: str, stored: Stored) -> None:
+        """What the API holds now; versions never go back below what this operator wrote."""
+        versions = (stored.ledger_version, stored.mapping_version)
+        try:
+            obj = await self.api.get(f"{LEDGERS}/{node}", attempts=1)
+        except NotFound:
+            stored.exists, stored.has_status, stored.content, stored.uid = False, False, "", ""
+            return
+        mapping_changed_at = stored.mapping_changed_at
+        stored.read(obj)
+        stored.ledger_version = max(versions[0], stored.ledger_version)
+        stored.mapping_version = max(versions[1], stored.mapping_version)
+        stored.mapping_changed_at = mapping_changed_at
+
+    @staticmethod
+    def _phase_message(ledger: Ledger, stored: Stored) -> str:
+        reasons = [c.message for c in ledger.conditions if c.status == "False" and c.type != "PodStatusBackfill"]
+        if ledger.phase == "Frozen":
+            reasons.insert(0, f"frozen: {stored.frozen_reason or 'no reason given'}")
+        return "; ".join(reasons) or "all conditions hold"
+
+    async def _send(self, node: str, target: str, call: Awaitable[Any]) -> bool:
+        try:
+            await call
+        except ApiError as error:
+            self.runtime.metrics.write_failures.labels(target, str(error.status)).inc()
+            log.warning("write failed", node=node, target=target, error=str(error))
+            return False
+        self.runtime.metrics.writes.labels(target).inc()
+        return True
+
+    async def _phase_event(self, node: str, stored: Stored, old: str, message: str) -> None:
+        if not self.runtime.config.events:
+            return
+        await events.post(self.api, node, stored.uid, old, stored.phase, message, self.runtime.metrics)
+

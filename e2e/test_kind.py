@@ -276,24 +276,30 @@ def test_claim_pod_is_gated_released_bound_and_counted(workload: Kubectl) -> Non
 
 
 def test_operator_restart_keeps_versions_and_counts(workload: Kubectl) -> None:
-    """A deleted operator pod is replaced, becomes ready after its rebuild, and the ledger's versions do not go
-    backwards; the claim is still counted."""
+    """The leader's pod is deleted: the warm standby takes the Lease over, a new pod replaces the deleted one
+    and becomes Ready, and the ledger's versions do not go backwards; the claim is still counted."""
     kube = workload
     before = ledger(kube)["status"]
     claim = claim_of(pod(kube, FIRST_POD))
-    [old] = [p["metadata"]["name"] for p in kube.json("-n", OPERATOR_NAMESPACE, "get", "pods", "-l", OPERATOR_PODS)
-             ["items"] if not p["metadata"].get("deletionTimestamp")]
-    kube("-n", OPERATOR_NAMESPACE, "delete", "pod", old, "--wait=true", "--timeout=120s")
 
-    def replaced() -> str:
+    def leader() -> str:
+        """The pod holding the Lease: its holderIdentity is the pod's name and a random suffix."""
+        lease = kube.get("lease", "draledger", OPERATOR_NAMESPACE) or {}
+        return str((lease.get("spec") or {}).get("holderIdentity") or "").rsplit("_", 1)[0]
+
+    old = wait_for(leader, "a replica to hold the Lease draledger", timeout=60)
+    kube("-n", OPERATOR_NAMESPACE, "delete", "pod", old, "--wait=true", "--timeout=120s")
+    wait_for(lambda: leader() not in ("", old), f"another replica than {old} to take the Lease", timeout=120)
+
+    def replaced() -> bool:
         items = kube.json("-n", OPERATOR_NAMESPACE, "get", "pods", "-l", OPERATOR_PODS)["items"]
         fresh = [p for p in items if p["metadata"]["name"] != old and not p["metadata"].get("deletionTimestamp")]
         ready = [p["metadata"]["name"] for p in fresh if condition(p, "Ready").get("status") == "True"]
-        return ready[0] if len(fresh) == len(ready) == 1 else ""
+        return len(fresh) == len(ready) == 2
 
-    wait_for(replaced, f"a new operator pod (not {old}) to be Ready, i.e. its ledgers rebuilt", timeout=240)
+    wait_for(replaced, f"two operator pods (not {old}) to be Ready, i.e. their state rebuilt", timeout=240)
     wait_for(lambda: kube.json("-n", OPERATOR_NAMESPACE, "get", "deployment", "draledger")["status"]
-             .get("availableReplicas") == 1, "the Deployment draledger to be available again", timeout=120)
+             .get("availableReplicas") == 2, "the Deployment draledger to be available again", timeout=120)
     after = wait_counted(kube, {claim: FIRST_POD})["status"]
     assert after["ledgerVersion"] >= before["ledgerVersion"], (before["ledgerVersion"], after["ledgerVersion"])
     assert after["mappingVersion"] >= before["mappingVersion"], (before["mappingVersion"], after["mappingVersion"])

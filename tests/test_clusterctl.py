@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import io
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -139,6 +140,29 @@ class TestExport:
                 document["apiVersion"], document["kind"], [i["metadata"]["name"] for i in document["items"]])
             assert block["exportedAt"].endswith("Z")
 
+    async def test_as_a_table(self) -> None:
+        """-o table prints one line per exported ledger, for people: phase, frozen, versions, the Node's UID."""
+        async with cluster() as (emulator, url):
+            emulator.patch_object(LEDGERS, "n2", {"spec": {"frozen": False}})
+            code, out, err = await draledger(url, "export", "--from-cluster", "-o", "table")
+            uids = {n: emulator.get_object("v1/nodes", n)["metadata"]["uid"] for n in NODES}  # type: ignore[index]
+        assert (0, "") == (code, err)
+        assert [["NAME", "PHASE", "FROZEN", "MAPPING VERSION", "LEDGER VERSION", "NODE UID"],
+                ["n1", "Frozen", "yes", "3", "-", uids["n1"]],
+                ["n2", "Frozen", "no", "3", "-", uids["n2"]],
+                ["n3", "Frozen", "yes", "3", "-", uids["n3"]]] == [
+            re.split(r"\s{3,}", line) for line in out.splitlines()]
+
+    def test_from_a_dump_as_a_table(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """export -f DUMP -o table: the ledgers computed from the dump, one line each."""
+        dump = tmp_path / "dump.json"
+        dump.write_text(json.dumps(json.loads((CONFORMANCE / "v08-multi-node.json").read_text())["dump"]))
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(["export", "-f", str(dump), "-o", "table"])
+        rows = [re.split(r"\s{3,}", line)[:5] for line in capsys.readouterr().out.splitlines()]
+        assert (0, ["n1", "n2", "n3"]) == (exit_info.value.code, [row[0] for row in rows[1:]])
+        assert {("no", "1", "1")} == {tuple(row[2:5]) for row in rows[1:]}
+
     async def test_without_a_readable_kube_system(self, tmp_path: Path) -> None:
         """When kube-system cannot be read, the export names no cluster and says so on stderr (exit 0)."""
         async with cluster(kube_system=False) as (_, url):
@@ -148,11 +172,11 @@ class TestExport:
             assert err.startswith("warning: the kube-system Namespace cannot be read: the export names no cluster")
 
     async def test_to_a_file_that_cannot_be_written(self, tmp_path: Path) -> None:
-        """An export to a folder that does not exist is one line on stderr and exit 1 (once a traceback)."""
+        """An export to a folder that does not exist is one line on stderr and exit 2 (once a traceback)."""
         async with cluster() as (_, url):
             path = tmp_path / "missing" / "ledgers.yaml"
-            assert (1, "", f"error: cannot write {path}: No such file or directory\n") == await draledger(
-                url, "export", "--from-cluster", "--to", str(path))
+            assert (2, "", f"error: {path}: cannot write: the folder {path.parent} does not exist\n") == \
+                await draledger(url, "export", "--from-cluster", "--to", str(path))
 
     def test_from_a_dump_says_so(self, tmp_path: Path) -> None:
         """An export computed from a dump is marked as such (source: dump, the files)."""

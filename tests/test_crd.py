@@ -198,32 +198,49 @@ class TestStructuralSchema:
         }} == crds._structural(schema, defs)
 
 
+def printer_columns() -> list[dict[str, Any]]:
+    return crds.crd()["spec"]["versions"][0]["additionalPrinterColumns"]  # type: ignore[no-any-return]
+
+
 class TestPrinterColumns:
-    def test_columns_cover_the_essentials(self) -> None:
-        """kubectl get nal shows phase, cpu and memory requested/allocatable, claims, mapping version and age."""
-        columns = {c["jsonPath"]: (c["name"], c["type"]) for c in crds.crd()["spec"]["versions"][0][
-            "additionalPrinterColumns"]}
-        assert {
-            ".status.phase": ("Phase", "string"),
-            ".status.resources.cpu.requested": ("CPU Req", "string"),
-            ".status.resources.cpu.allocatable": ("CPU Alloc", "string"),
-            ".status.resources.memory.requested": ("Mem Req", "string"),
-            ".status.resources.memory.allocatable": ("Mem Alloc", "string"),
-            ".status.claimCount": ("Claims", "integer"),
-            ".status.mappingVersion": ("Mapping", "integer"),
-            ".metadata.creationTimestamp": ("Age", "date"),
-        } == columns
+    def test_default_columns(self) -> None:
+        """kubectl get nal shows phase, humanised cpu and memory, claims, mapping version and age, in that order."""
+        assert [
+            ("Phase", "string", ".status.phase"),
+            ("CPU", "string", ".status.summary.cpu"),
+            ("Memory", "string", ".status.summary.memory"),
+            ("Claims", "integer", ".status.claimCount"),
+            ("Mapping", "integer", ".status.mappingVersion"),
+            ("Age", "date", ".metadata.creationTimestamp"),
+        ] == [(c["name"], c["type"], c["jsonPath"]) for c in printer_columns() if c.get("priority", 0) == 0]
+
+    def test_wide_columns(self) -> None:
+        """-o wide adds the scheduler's agreement and the problem count (priority 1), after Age as kubectl does."""
+        assert [
+            ("Scheduler", "string", ".status.summary.scheduler", 1),
+            ("Problems", "integer", ".status.summary.problems", 1),
+        ] == [(c["name"], c["type"], c["jsonPath"], c["priority"]) for c in printer_columns()[-2:]]
+
+    def test_columns_read_like_the_audit_table(self) -> None:
+        """Every column of audit's table but OTHER (one line per extended resource) is a column of kubectl get nal."""
+        audit = {"NAME", "PHASE", "CPU", "MEMORY", "CLAIMS", "SCHEDULER", "PROBLEMS"}
+        assert audit <= {"NAME", *(c["name"].upper() for c in printer_columns())}
 
     def test_columns_point_at_schema_fields(self) -> None:
         """Every status column's path exists in the schema with the column's type."""
-        for column in crds.crd()["spec"]["versions"][0]["additionalPrinterColumns"]:
+        missing = []
+        for column in printer_columns():
             path = column["jsonPath"].strip(".").split(".")
             if path[0] == "metadata":
                 continue
             node = openapi_schema()
             for part in path:
-                node = node["properties"][part] if "properties" in node else node["additionalProperties"]
-            assert column["type"] == node["type"], column
+                properties = node.get("properties", {})
+                node = properties[part] if part in properties else node.get("additionalProperties", {})
+            if column["type"] != node.get("type"):
+                found = f"is {node['type']}" if "type" in node else "is not in the status model"
+                missing.append(f"{column['name']}: {column['jsonPath']} {found}, the column wants {column['type']}")
+        assert [] == missing
 
 
 class TestLedgersValidate:

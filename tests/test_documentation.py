@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import re
+
+import pytest
 
 from draledger.commands.cli import build_parser
 
@@ -39,8 +42,6 @@ def test_every_metric_is_documented() -> None:
 
 def test_every_relative_link_resolves() -> None:
     """Every relative link in README.md, docs/ and benchmarks/README.md names a file that exists."""
-    import re
-
     pages = [ROOT / "README.md", ROOT / "benchmarks/README.md", *sorted((ROOT / "docs").glob("*.md"))]
     broken = []
     for page in pages:
@@ -51,3 +52,88 @@ def test_every_relative_link_resolves() -> None:
             if not path.exists():
                 broken.append(f"{page.relative_to(ROOT)} -> {target}")
     assert [] == broken
+
+
+PAGES = ("README.md", "manifests/README.md", "benchmarks/README.md", "docs/*.md")
+# A path the docs name from the repository root: a top-level directory, then at least one more part.
+REPO_PATH = re.compile(r"(?<![\w./-])((?:docs|tests|operator|manifests|crds|benchmarks|e2e)/[\w./-]*\w)")
+# How the project was built is not the user's business: tracker numbers, the team's working notes.
+HISTORY = re.compile(r"\bissues? #?\d+|\bthe brief\b|\bthis session\b|\bwe decided\b", re.IGNORECASE)
+# `kubectl apply` of manifests: `-k DIR` or `-f -` from kustomize, with the flags before it.
+APPLY = re.compile(r"kubectl\s+apply((?:\s+--?[\w=-]+)*?)\s+(?:-k|-f\s+-(?=\s|$))")
+
+
+def pages() -> list[pathlib.Path]:
+    return sorted({path for pattern in PAGES for path in ROOT.glob(pattern)})
+
+
+def where(page: pathlib.Path, text: str, offset: int) -> str:
+    return f"{page.relative_to(ROOT)}:{text.count(chr(10), 0, offset) + 1}"
+
+
+class TestDocumentationSpeaksToUsers:
+    def test_every_repository_path_exists(self) -> None:
+        """Every path the docs name from the repository root (`docs/...`, `tests/...`, ...) exists."""
+        missing = [f"{where(page, text, m.start())}: {m[1]}" for page in pages() for text in [page.read_text()]
+                   for m in REPO_PATH.finditer(text) if not (ROOT / m[1]).exists()]
+        assert [] == missing
+
+    def test_no_project_history(self) -> None:
+        """No page talks about issue numbers, briefs or sessions of how the project was built."""
+        found = [f"{where(page, text, m.start())}: {m[0]}" for page in pages() for text in [page.read_text()]
+                 for m in HISTORY.finditer(text)]
+        assert [] == found
+
+    def test_manifests_are_applied_server_side(self) -> None:
+        """Every `kubectl apply` of the manifests in the docs is a server-side apply."""
+        client_side = [f"{where(page, text, m.start())}: {m[0]}" for page in pages() for text in [page.read_text()]
+                       for m in APPLY.finditer(text) if "--server-side" not in m[1]]
+        assert [] == client_side
+
+    @pytest.mark.parametrize(("text", "found"), [
+        pytest.param("see `docs/nowhere.md`", ["docs/nowhere.md"], id="path"),
+        pytest.param("`tests/data/example-cluster.json`.", ["tests/data/example-cluster.json"], id="trailing-dot"),
+        pytest.param("operator/draledger/core/", ["operator/draledger/core"], id="directory"),
+        pytest.param("../../docs/x.md or https://example.com/docs/y.md", [], id="relative-or-url"),
+    ])
+    def test_path_pattern(self, text: str, found: list[str]) -> None:
+        """The path check sees root-relative paths, not parts of relative links or URLs."""
+        assert found == REPO_PATH.findall(text)
+
+    @pytest.mark.parametrize(("text", "client_side"), [
+        pytest.param("kubectl apply -k manifests/overlays/minimal", True, id="apply-k"),
+        pytest.param("kubectl kustomize DIR | kubectl apply -f -", True, id="piped"),
+        pytest.param("kubectl apply --server-side -k manifests/overlays/minimal", False, id="server-side"),
+        pytest.param("kubectl apply --server-side\n-f - ", False, id="wrapped"),
+        pytest.param("kubectl apply -f crd.yaml", None, id="a-file-is-not-the-manifests"),
+    ])
+    def test_apply_pattern(self, text: str, client_side: bool | None) -> None:
+        """The apply check catches a client-side apply of the manifests and passes a server-side one."""
+        match = APPLY.search(text)
+        assert client_side == (None if match is None else "--server-side" not in match[1])
+
+
+def test_every_command_and_flag_is_in_the_cli_reference() -> None:
+    """docs/cli.md names every command, every flag of each, and the exit codes every --help lists."""
+    from draledger.commands.errors import EXIT_CODES
+
+    doc = (ROOT / "docs/cli.md").read_text()
+    missing = []
+    stack = [("draledger", build_parser())]
+    while stack:
+        name, parser = stack.pop()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub_name, sub in action.choices.items():
+                    full = f"{name} {sub_name}".removeprefix("draledger ")
+                    if f"`draledger {full}" not in doc and f"|{sub_name}`" not in doc and f"{sub_name}|" not in doc:
+                        missing.append(f"{name} {sub_name}")
+                    stack.append((f"{name} {sub_name}", sub))
+            elif action.help != argparse.SUPPRESS:
+                missing += [f"{name} {flag}" for flag in action.option_strings
+                            if flag not in ("-h", "--help", "--version") and f"`{flag}" not in doc]
+    assert [] == missing
+    for line in EXIT_CODES.splitlines()[1:]:
+        code = line.split()[0]
+        if code.isdigit():
+            assert f"| {code} |" in doc, code

@@ -1,4 +1,5 @@
-"""The SVG report: valid XML, one panel per node, honest proportions, the right marks on the right nodes."""
+"""The SVG report: valid XML, one card per node in a small cluster, an overview of a large one, honest
+proportions, figures for people, the right marks on the right nodes."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ import pytest
 
 from draledger.commands.audit import ledgers_of
 from draledger.commands.dumps import load_paths
-from draledger.commands.report import COMPACT_ABOVE, WARNING, render_svg, write_svg
+from draledger.commands.errors import CommandError, writable
+from draledger.commands.report import (
+    OVERVIEW_ABOVE,
+    WARNING,
+    render_svg,
+    write_svg,
+)
 from draledger.core.accounting.ledger import Flags
 
 CONFORMANCE = Path(__file__).parent / "conformance"
@@ -168,17 +175,11 @@ def test_divergence_marker_exactly_on_diverging_nodes(cluster: list[dict[str, An
     assert "schedulerCharged 0" in texts
 
 
-def test_numa_bars_in_normal_mode_only(cluster: list[dict[str, Any]]) -> None:
-    """NUMA rows appear for a small cluster and disappear in the compact mode of 200 nodes."""
+def test_numa_bars_on_full_cards(cluster: list[dict[str, Any]]) -> None:
+    """A small cluster's cards show one NUMA bar per zone and resource."""
     normal = parse(render_svg(cluster))
     # zone 0: cpu, memory, hugepages-2Mi; zone 1: cpu
     assert len(with_class(panel_named(normal, "gpu-node"), "numa-bar")) == 4
-    many = [synthetic(i, cpu_requested=i % 64) for i in range(200)]
-    assert len(many) > COMPACT_ABOVE
-    compact = parse(render_svg(many))
-    assert len(panels(compact)) == 200
-    assert all("compact" in classes(p) for p in panels(compact))
-    assert not with_class(compact, "numa-bar")
 
 
 def test_node_names_are_escaped() -> None:
@@ -213,12 +214,33 @@ def test_pod_level_requested_is_drawn_whole(tmp_path: Path) -> None:
     assert rect_width(cpu, "seg-claims") == pytest.approx(width * 8 / 16, abs=1)
 
 
-def test_labels_use_canonical_quantities(cluster: list[dict[str, Any]]) -> None:
-    """Labels print the ledger's canonical strings (9600m, 121728Mi), not floats."""
-    texts = " ".join("".join(t.itertext()) for t in parse(render_svg(cluster)).iter(f"{SVG}text"))
-    assert "9600m of 32 requested" in texts
-    assert "free 121728Mi" in texts
+def texts_of(element: ET.Element) -> str:
+    return " ".join("".join(t.itertext()) for t in element.iter(f"{SVG}text"))
+
+
+def test_labels_are_humanised(cluster: list[dict[str, Any]]) -> None:
+    """Labels read like people write (9.6 cores, 119Gi), never 9600m or 121728Mi; tooltips keep the exact
+    figures."""
+    root = parse(render_svg(cluster))
+    texts = texts_of(root)
+    assert "9.6/32 requested (30%)" in texts
+    assert "free 119Gi" in texts
     assert "over by 1" in texts
+    assert "9600m" not in texts
+    assert "121728Mi" not in texts
+    (tooltip,) = bar(panel_named(root, "gpu-node"), "cpu").iter(f"{SVG}title")
+    assert "requested 9600m of allocatable 32" in (tooltip.text or "")
+
+
+def test_a_row_reads_in_one_unit() -> None:
+    """Memory of 42688Mi on 517794616Ki reads 41.7Gi/494Gi, and its free figure in Gi too."""
+    ledger = synthetic(0)
+    ledger["status"]["resources"]["memory"].update(allocatable="517794616Ki", requested="42688Mi",
+                                                    podRequests="42688Mi", free="474083064Ki")
+    texts = texts_of(parse(render_svg([ledger])))
+    assert "41.7Gi/494Gi requested (8%)" in texts
+    assert "ordinary 41.7Gi" in texts
+    assert "free 452Gi" in texts
 
 
 def test_write_svg_writes_the_rendering(tmp_path: Path, cluster: list[dict[str, Any]]) -> None:
@@ -231,3 +253,84 @@ def test_write_svg_writes_the_rendering(tmp_path: Path, cluster: list[dict[str, 
 def test_empty_input_renders() -> None:
     """No ledgers still gives a valid document with no panels."""
     assert panels(parse(render_svg([]))) == []
+
+
+class TestOverview:
+    """Above OVERVIEW_ABOVE nodes: phases, pressure histograms, the nodes to look at, a count of the rest."""
+
+    @pytest.fixture
+    def many(self) -> list[dict[str, Any]]:
+        """200 Ready nodes with cpu requested 0..63 of 64 (round robin), one overcommitted, one stale."""
+        ledgers = [synthetic(i, cpu_requested=i % 64) for i in range(198)]
+        ledgers.append(synthetic(198, phase="Overcommitted", cpu_requested=70))
+        ledgers.append(synthetic(199, phase="Stale", cpu_requested=1))
+        return ledgers
+
+    def test_small_clusters_keep_full_cards(self) -> None:
+        """Up to OVERVIEW_ABOVE nodes every node has a full card."""
+        root = parse(render_svg([synthetic(i) for i in range(OVERVIEW_ABOVE)]))
+        assert OVERVIEW_ABOVE == len(panels(root))
+        assert not [p for p in panels(root) if "compact" in classes(p)]
+        assert not with_class(root, "histogram")
+
+    def test_cards_for_the_nodes_to_look_at_only(self, many: list[dict[str, Any]]) -> None:
+        """The overcommitted node, the stale one, then the six most pressed: compact cards, no NUMA rows."""
+        root = parse(render_svg(many))
+        names = [name_of(p) for p in panels(root)]
+        # cpu 63 of 64 on workers 63, 127, 191; 62 of 64 on 62, 126, 190
+        assert ["worker-198", "worker-199", "worker-063", "worker-127", "worker-191", "worker-062", "worker-126",
+                "worker-190"] == names
+        assert all("compact" in classes(p) for p in panels(root))
+        assert not with_class(root, "numa-bar")
+
+    def test_the_rest_is_counted(self, many: list[dict[str, Any]]) -> None:
+        """Nodes without a card are summed up by phase in one line."""
+        (rest,) = with_class(parse(render_svg(many)), "rest")
+        assert "and 192 more nodes: 192 Ready" == "".join(rest.itertext())
+
+    def test_histogram_buckets_are_exact(self, many: list[dict[str, Any]]) -> None:
+        """Node counts per tenth of cpu allocatable, and past it, as in each column's tooltip."""
+        root = parse(render_svg(many))
+        cpu = next(h for h in with_class(root, "histogram") if (h.findtext(f"{SVG}title") or "").startswith("cpu"))
+        tooltips = [c.findtext(f"{SVG}title") for c in with_class(cpu, "column")]
+        # 198 nodes at 0..63 of 64 (0..63 three times, then 0..5) plus 1 of 64: bucket ⌊10·r/64⌋
+        want = [0] * 10
+        for requested in [i % 64 for i in range(198)] + [1]:
+            want[requested * 10 // 64] += 1
+        spans = [f"{i * 10}–{i * 10 + 10}%" for i in range(10)] + ["past allocatable"]
+        assert [f"cpu {span}: {n} node{'s' if n != 1 else ''}" for span, n in zip(spans, [*want, 1], strict=True)] == (
+            tooltips)
+
+    def test_phase_counts(self, many: list[dict[str, Any]]) -> None:
+        """The summary counts every phase."""
+        (summary,) = with_class(parse(render_svg(many)), "summary")
+        assert "200 nodes: 198 Ready, 1 Stale, 1 Overcommitted" == "".join(summary.itertext())
+
+
+class TestCheckWritable:
+    """The output check every command uses (errors.writable): fails fast, in one line naming the path, and
+    leaves the file system as it was."""
+
+    def test_missing_directory(self, tmp_path: Path) -> None:
+        """A path in a directory that does not exist is refused."""
+        target = tmp_path / "nowhere" / "report.svg"
+        with pytest.raises(CommandError, match=r"nowhere/report\.svg") as raised:
+            writable(str(target))
+        assert "\n" not in str(raised.value)
+
+    def test_directory(self, tmp_path: Path) -> None:
+        """A directory is not a file to write."""
+        with pytest.raises(CommandError, match="is a directory"):
+            writable(str(tmp_path))
+
+    def test_new_file_is_not_left_behind(self, tmp_path: Path) -> None:
+        """A writable new path passes and is not created."""
+        writable(str(tmp_path / "report.svg"))
+        assert [] == list(tmp_path.iterdir())
+
+    def test_existing_file_is_untouched(self, tmp_path: Path) -> None:
+        """An existing file passes and keeps its content."""
+        target = tmp_path / "report.svg"
+        target.write_text("before")
+        writable(str(target))
+        assert "before" == target.read_text()

@@ -1,57 +1,59 @@
-"""Render docs/images/ledger-report.svg from four conformance cases, one node each.
+"""Render the pictures in docs/report.md: the SVG of the README's example cluster
+(tests/data/example-cluster.json, four nodes), and screenshots of generated clusters of 1, 200 and 5,000 nodes.
 
-Every conformance dump calls its node ``n1``; loaded together they would collide. So each dump is
-computed on its own (as ``draledger audit -f DUMP`` would) and its node renamed before rendering.
+The larger clusters come from the audit benchmark's generator (``tests/report/report_clusters.py``); the
+screenshots need Debian's ``chromium``.
 
     .venv/bin/python docs/examples/make_report.py
 """
 
 from __future__ import annotations
 
-import copy
-import json
+import re
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
-from draledger.core.accounting.ledger import Flags
 from draledger.commands.audit import ledgers_of
 from draledger.commands.dumps import load_paths
-from draledger.commands.report import write_svg
+from draledger.commands.report import render_svg, write_svg
+from draledger.core.accounting.ledger import Flags
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = {  # conformance case -> the name its node gets in the picture
-    "v02-gpu-hugepages-cores": "gpu-node-1",
-    "v11-overcommitted": "cpu-node-2",
-    "v09-scheduler-divergence": "cpu-node-3",
-    "v06-missing-resource-slice": "gpu-node-4",
-}
+IMAGES = ROOT / "docs" / "images"
+EXAMPLE = ROOT / "tests/data/example-cluster.json"
+SIZES = (1, 200, 5000)  # nodes in each screenshot
 NOW = "2026-12-02T10:00:00Z"
 
 
-def renamed(ledger: dict[str, Any], old: str, new: str) -> dict[str, Any]:
-    """The ledger of node ``old`` as if the node were called ``new`` (name, nodeName, pools)."""
-    out = copy.deepcopy(ledger)
-    out["metadata"]["name"] = new
-    out["status"]["nodeName"] = new
-    for claim in out["status"].get("claims", []):
-        for device in claim.get("devices", []):
-            device["pool"] = str(device.get("pool", "")).replace(old, new, 1)
-    return out
-
-
-def main(output: Path = ROOT / "docs" / "images" / "ledger-report.svg") -> None:
-    ledgers: list[dict[str, Any]] = []
+def screenshot(svg: str, output: Path) -> None:
+    """``svg`` as a PNG of its own size, through headless Chromium."""
+    width, height = (int(float(re.search(f' {side}="([0-9.]+)"', svg).group(1)) + 0.5)  # type: ignore[union-attr]
+                     for side in ("width", "height"))
     with tempfile.TemporaryDirectory() as tmp:
-        for case, name in CASES.items():
-            dump = json.loads((ROOT / "tests" / "conformance" / f"{case}.json").read_text())["dump"]
-            path = Path(tmp) / f"{case}.json"
-            path.write_text(json.dumps(dump))
-            for ledger in ledgers_of(load_paths([str(path)]), Flags(), NOW):
-                ledgers.append(renamed(ledger, ledger["status"]["nodeName"], name))
-    write_svg(output, ledgers, title="dra-ledger: four conformance cases as one cluster")
-    sys.stdout.write(f"wrote {output.relative_to(ROOT)} ({len(ledgers)} nodes)\n")
+        page = Path(tmp) / "report.svg"
+        page.write_text(svg, encoding="utf-8")
+        subprocess.run(
+            ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             f"--user-data-dir={tmp}/profile", "--force-device-scale-factor=1", f"--window-size={width},{height}",
+             f"--screenshot={output}", page.as_uri()],
+            check=True, capture_output=True, timeout=120,
+        )
+
+
+def main() -> None:
+    target = IMAGES / "ledger-report.svg"
+    write_svg(target, ledgers_of(load_paths([str(EXAMPLE)]), Flags(), NOW), title="dra-ledger: the example cluster")
+    sys.stdout.write(f"wrote {target.relative_to(ROOT)}\n")
+    sys.path.insert(0, str(ROOT / "tests" / "report"))
+    from report_clusters import cluster
+
+    for nodes in SIZES:
+        named = f"{nodes:,} node{'s' if nodes > 1 else ''}"
+        target = IMAGES / f"report-{named.replace(',', '').replace(' ', '-')}.png"
+        screenshot(render_svg(cluster(nodes), title=f"dra-ledger: a generated cluster of {named}"), target)
+        sys.stdout.write(f"wrote {target.relative_to(ROOT)}\n")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import pytest
 from draledger.commands.audit import ledgers_of
 from draledger.commands.dumps import Loaded, load_items
 from draledger.core.accounting.ledger import Flags
+from draledger.core.accounting.release import GATE
 from draledger.demo import cluster
 
 NOW = datetime.datetime(2026, 12, 2, 10, 0, 0, tzinfo=datetime.UTC)
@@ -90,7 +91,7 @@ class TestBuilder:
         gated = sorted(name for name, obj in pods.items() if obj["spec"].get("schedulingGates"))
         assert ["nightly-etl", "notebook-a"] == gated
         for name in gated:
-            assert [{"name": cluster.GATE}] == pods[name]["spec"]["schedulingGates"]
+            assert [{"name": GATE}] == pods[name]["spec"]["schedulingGates"]
             assert "nodeName" not in pods[name]["spec"]
         assert 14 == len(pods)
 
@@ -177,12 +178,3 @@ class TestScheduler:
                  "resources": {"cpu": "6", "memory": "16Gi"}}] == binding.pod_status[
             "nodeAllocatableResourceClaimStatuses"]
         assert ["inference-1"] == [r["name"] for r in binding.claims["inference-1-gpu"]["reservedFor"]]
-
-    def test_charge_follows_the_mappings(self) -> None:
-        """Cores charge 2 cpu, a GPU 16Gi and 2 cpu, hugepages what they consume; canonical quantities."""
-        results = [
-            {"driver": cluster.CPU_DRIVER, "device": "core-0"},
-            {"driver": cluster.GPU_DRIVER, "device": "gpu-0"},
-            {"driver": cluster.MEM_DRIVER, "device": "hugepages-2mi-0", "consumedCapacity": {"size": "1536Mi"}},
-        ]
-        assert {"cpu": "4", "hugepages-2Mi": "1536Mi", "memory": "16Gi"} == cluster.charge(results)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import io
+import os
 import pathlib
 import re
 import subprocess
+
+import pytest
 
 from draledger.demo import run_demo
 from tests.demo.conftest import draledger
@@ -34,6 +37,7 @@ def test_demo_fast_in_a_pipe(tmp_path: pathlib.Path) -> None:
     result = subprocess.run(
         [*draledger(), "demo", "--fast", "--svg", str(svg), "--log-file", str(log)],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        env={k: v for k, v in os.environ.items() if k != "FORCE_COLOR"},  # a pipe, as a user's would be
     )
     assert 0 == result.returncode, result.stdout + result.stderr
     out = result.stdout
@@ -66,8 +70,9 @@ def test_demo_fast_in_a_pipe(tmp_path: pathlib.Path) -> None:
     assert not (tmp_path / "draledger-demo.kubeconfig").exists(), "only --serve writes a kubeconfig"
 
 
-def test_demo_live_on_a_terminal(tmp_path: pathlib.Path) -> None:
+def test_demo_live_on_a_terminal(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On a TTY the frames are redrawn in place (cursor up, clear) and the story still ends with exit 0."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
     out = io.StringIO()
     code = run_demo(False, True, str(tmp_path / "unused"), out, log_file=str(tmp_path / "demo.log"), tty=True)
     text = out.getvalue()

@@ -83,8 +83,7 @@ async def test_serve_with_the_real_kubectl(
     code, out, err = await run(*k, "get", "nal")
     assert 0 == code, err
     lines = out.splitlines()
-    assert ["NAME", "PHASE", "CPU", "REQ", "CPU", "ALLOC", "MEM", "REQ", "MEM", "ALLOC", "CLAIMS", "MAPPING",
-            "AGE"] == lines[0].split()
+    assert ["NAME", "PHASE", "CPU", "MEMORY", "CLAIMS", "MAPPING", "AGE"] == lines[0].split()
     assert ["worker-1", "worker-2", "worker-3"] == [line.split()[0] for line in lines[1:]]
     assert all(line.split()[1] == "Ready" for line in lines[1:])
 

@@ -38,7 +38,7 @@ def emulator_kwargs() -> dict[str, Any]:
     return {"now": lambda: NOW}
 
 
-def ledger(name: str, phase: str, cpu: str = "9600m") -> dict[str, Any]:
+def ledger(name: str, phase: str, cpu: str = "9600m", cpu_summary: str = "9.6/64") -> dict[str, Any]:
     return {
         "apiVersion": "draledger.dev/v1alpha1",
         "kind": "NodeAllocatableLedger",
@@ -51,6 +51,7 @@ def ledger(name: str, phase: str, cpu: str = "9600m") -> dict[str, Any]:
                 "cpu": {"requested": cpu, "allocatable": "64"},
                 "memory": {"requested": "9344Mi", "allocatable": "256Gi"},
             },
+            "summary": {"cpu": cpu_summary, "memory": "9.13Gi/256Gi", "scheduler": "InSync", "problems": 0},
         },
     }
 
@@ -60,7 +61,7 @@ def loaded(emulator: ClusterEmulator) -> ClusterEmulator:
     emulator.load_objects(
         [
             ledger("worker-1", "Ready"),
-            ledger("worker-2", "Stale", cpu="4"),
+            ledger("worker-2", "Stale", cpu="4", cpu_summary="4/64"),
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
@@ -111,8 +112,9 @@ class TestTables:
         assert str(loaded.resource_version) == table["metadata"]["resourceVersion"]
         names = [column["name"] for column in table["columnDefinitions"]]
         assert ["Name", *(column["name"] for column in PRINTER_COLUMNS)] == names
-        assert [["worker-1", "Ready", "9600m", "64", "9344Mi", "256Gi", 2, 3, "5m"],
-                ["worker-2", "Stale", "4", "64", "9344Mi", "256Gi", 2, 3, "5m"]] == [r["cells"] for r in table["rows"]]
+        assert [["worker-1", "Ready", "9.6/64", "9.13Gi/256Gi", 2, 3, "5m", "InSync", 0],
+                ["worker-2", "Stale", "4/64", "9.13Gi/256Gi", 2, 3, "5m", "InSync", 0]] == [
+            r["cells"] for r in table["rows"]]
         partial = table["rows"][0]["object"]
         assert ("PartialObjectMetadata", "meta.k8s.io/v1") == (partial["kind"], partial["apiVersion"])
         assert {"tier": "gpu"} == partial["metadata"]["labels"]
@@ -182,12 +184,15 @@ async def watching(config: pathlib.Path) -> AsyncIterator[asyncio.subprocess.Pro
 @needs_kubectl
 class TestKubectl:
     async def test_get_nal_prints_the_printer_columns(self, config: pathlib.Path, loaded: ClusterEmulator) -> None:
-        """`kubectl get nal` prints PHASE, CPU REQ, ... from the server's Table, one row per ledger."""
+        """`kubectl get nal` prints PHASE, CPU, ... from the server's Table, one row per ledger; -o wide adds more."""
         lines = (await run_kubectl(config, "get", "nal")).splitlines()
-        assert lines[0].split() == ["NAME", "PHASE", "CPU", "REQ", "CPU", "ALLOC", "MEM", "REQ", "MEM", "ALLOC",
-                                    "CLAIMS", "MAPPING", "AGE"]
-        assert ["worker-1", "Ready", "9600m", "64", "9344Mi", "256Gi", "2", "3", "5m"] == lines[1].split()
+        assert ["NAME", "PHASE", "CPU", "MEMORY", "CLAIMS", "MAPPING", "AGE"] == lines[0].split()
+        assert ["worker-1", "Ready", "9.6/64", "9.13Gi/256Gi", "2", "3", "5m"] == lines[1].split()
         assert "Stale" in lines[2]
+        wide = (await run_kubectl(config, "get", "nal", "-o", "wide")).splitlines()
+        assert ["NAME", "PHASE", "CPU", "MEMORY", "CLAIMS", "MAPPING", "AGE", "SCHEDULER", "PROBLEMS"] == \
+            wide[0].split()
+        assert ["worker-1", "Ready", "9.6/64", "9.13Gi/256Gi", "2", "3", "5m", "InSync", "0"] == wide[1].split()
 
     async def test_get_pods_all_namespaces(self, config: pathlib.Path, loaded: ClusterEmulator) -> None:
         """`kubectl get pods -A` adds NAMESPACE from the rows' metadata; the status reads SchedulingGated."""

@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import aiohttp
@@ -42,7 +43,8 @@ def free_port() -> int:
 
 
 class OperatorProcess:
-    def __init__(self, server: str, log: Path) -> None:
+    def __init__(self, server: str, log: Path, args: Sequence[str] = ()) -> None:
+        """``args``: flags after the usual ones (tests/faults/test_failover.py adds leader election)."""
         self.port = free_port()
         self.log = log
         self.started = time.monotonic()
@@ -50,7 +52,7 @@ class OperatorProcess:
         with log.open("ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "draledger", "run", "--server", server,
-                 "--metrics-port", str(self.port), *ARGS],
+                 "--metrics-port", str(self.port), *ARGS, *args],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True,
             )
 

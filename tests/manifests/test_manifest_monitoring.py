@@ -18,6 +18,7 @@ ALERTS = {
     "DraLedgerPodsGatedTooLong": "pods-gated-too-long",
     "DraLedgerRebuildSlow": "rebuild-slow",
     "DraLedgerOperatorDownWhilePodsGated": "operator-down-while-pods-gated",
+    "DraLedgerNoLeader": "no-leader",
 }
 
 
@@ -44,8 +45,9 @@ def alerts(render: Callable[[str], Objects]) -> dict[str, dict[str, Any]]:
 
 
 class TestAlerts:
-    def test_the_five_alerts(self, alerts: dict[str, dict[str, Any]]) -> None:
-        """Stale ledger, scheduler divergence, pods gated too long, slow rebuild, operator down while pods are gated."""
+    def test_the_six_alerts(self, alerts: dict[str, dict[str, Any]]) -> None:
+        """Stale ledger, scheduler divergence, pods gated too long, slow rebuild, operator down while pods are gated,
+        replicas up but none leading."""
         assert set(ALERTS) == set(alerts)
 
     @pytest.mark.parametrize("name", sorted(ALERTS))
@@ -68,6 +70,9 @@ class TestAlerts:
         assert 'absent(up{job="draledger"} == 1)' in down
         assert 'scheduler_pending_pods{queue="gated"}' in down
         assert alerts["DraLedgerOperatorDownWhilePodsGated"]["labels"]["severity"] == "critical"
+        assert "draledger_leader" in alerts["DraLedgerNoLeader"]["expr"]
+        no_leader = alerts["DraLedgerNoLeader"]
+        assert ("1m", "critical") == (no_leader["for"], no_leader["labels"]["severity"])
 
     def test_metric_names_exist(self, alerts: dict[str, dict[str, Any]]) -> None:
         """Every draledger_* series an alert reads is one the operator exports (draledger/operator/metrics.py)."""

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from draledger.operator.leadership import LeaderElection
 from tests.manifests.kustomized import VARIANTS, Objects, find
 
 SUBJECT = {"kind": "ServiceAccount", "name": "draledger", "namespace": "draledger-system"}
@@ -50,11 +51,23 @@ class TestRbac:
         roles = {r["metadata"]["name"]: _grants(r) for r in find(render(variant), "ClusterRole")}
         assert ALLOWLIST == roles
 
-    def test_no_namespaced_rbac(self, render: Callable[[str], Objects], variant: str) -> None:
-        """There are no Roles or RoleBindings that could widen the allowlist unseen."""
+    def test_the_only_namespaced_rbac_is_the_leader_lease(self, render: Callable[[str], Objects], variant: str) -> None:
+        """One Role, in the operator's namespace: create Leases (create cannot name one), get and update only
+        the Lease the operator uses by default; one RoleBinding of it to the operator's ServiceAccount."""
         objects = render(variant)
-        assert not find(objects, "Role")
-        assert not find(objects, "RoleBinding")
+        roles, bindings = find(objects, "Role"), find(objects, "RoleBinding")
+        assert [("draledger-leader-election", "draledger-system")] == [
+            (r["metadata"]["name"], r["metadata"]["namespace"]) for r in roles]
+        assert [
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [LeaderElection().name],
+             "verbs": ["get", "update"]},
+        ] == roles[0]["rules"]
+        assert [("draledger-leader-election", "draledger-system")] == [
+            (b["metadata"]["name"], b["metadata"]["namespace"]) for b in bindings]
+        assert {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "draledger-leader-election"} == \
+            bindings[0]["roleRef"]
+        assert [SUBJECT] == bindings[0]["subjects"]
 
     def test_no_wildcards_no_secrets(self, render: Callable[[str], Objects], variant: str) -> None:
         """No `*` anywhere in any rule, no Secrets, no resourceNames/nonResourceURLs escapes, no escalation verbs."""

@@ -20,6 +20,7 @@ NAMESPACE = "draledger-system"
 WAVES = {
     "Namespace": "-1", "CustomResourceDefinition": "-1",
     "ServiceAccount": "0", "ClusterRole": "0", "ClusterRoleBinding": "0", "ConfigMap": "0", "Service": "0",
+    "Role": "0", "RoleBinding": "0",
     "NetworkPolicy": "0", "Issuer": "0", "Certificate": "0",
     "ValidatingAdmissionPolicy": "0", "ValidatingAdmissionPolicyBinding": "0",
     "Deployment": "1", "PodDisruptionBudget": "1", "MutatingWebhookConfiguration": "1",

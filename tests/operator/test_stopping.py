@@ -31,6 +31,7 @@ async def kopf_flag(monkeypatch: pytest.MonkeyPatch, operator: Operator) -> Any:
 
     monkeypatch.setattr(kopf, "operator", fake_operator)
     monkeypatch.setattr(operator, "_start_writing", no_api)
+    monkeypatch.setattr(operator, "_prime", no_api)
     await operator.run()
     return seen["stop_flag"]
 

@@ -74,6 +74,7 @@ class TestLeastPrivilege:
                        ("CustomResourceDefinition", "nodeallocatableledgers.draledger.dev"),
                        ("MutatingAdmissionPolicy", "draledger-gate-pods"),
                        ("MutatingAdmissionPolicyBinding", "draledger-gate-pods"), ("Namespace", NAMESPACE),
+                       ("Role", "draledger-leader-election"), ("RoleBinding", "draledger-leader-election"),
                        ("ServiceAccount", "draledger"), ("ValidatingAdmissionPolicy", "draledger-pod-writes"),
                        ("ValidatingAdmissionPolicyBinding", "draledger-pod-writes")]) == applied
         assert USER == review["status"]["userInfo"]["username"]

@@ -35,7 +35,7 @@ def committed_crd() -> dict[str, Any]:
 def audited_ledgers() -> tuple[dict[str, Any], ...]:
     """The ledgers ``draledger audit`` prints for the example dump: real objects of the operator's own making."""
     done = subprocess.run([sys.executable, "-m", "draledger", "audit", "-f",
-                           str(ROOT / "tests" / "data" / "example-cluster.json"), "-o", "json"],
+                           str(ROOT / "tests" / "data" / "example-cluster.json"), "-o", "json", "--fail-on", "none"],
                           capture_output=True, text=True, timeout=60, check=True)
     items = json.loads(done.stdout)["items"]
     for item in items:
@@ -154,8 +154,8 @@ class TestKubectl:
         assert ["NAME", *(column["name"].upper() for column in columns)] == columns_of(printed[0])
         expected = [name, *(cell(ledger, column["jsonPath"]) for column in columns if column["type"] != "date")]
         assert expected == columns_of(printed[1])[:len(expected)]  # date columns (the age) come last
-        table = api.request("GET", f"{LEDGERS}/{name}", accept=TABLE)
-        assert [column["name"] for column in columns] == [
+        table = api.request("GET", f"{LEDGERS}/{name}", accept=TABLE)  # every column: kubectl hides priority > 0
+        assert [column["name"] for column in crd["spec"]["versions"][0]["additionalPrinterColumns"]] == [
             column["name"] for column in table["columnDefinitions"]][1:]  # the server's first column is Name
 
     def test_explain_describes_the_kind_and_its_status(self, control_plane: ControlPlane,

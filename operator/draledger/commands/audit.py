@@ -1,8 +1,12 @@
 """``draledger audit``: the ledgers of a cluster dump, offline, with no install and no writes.
 
 It is the operator's path with a file instead of a watch: load every object into a ClusterState, compute
-every node, print. A file that cannot be used exits 2 naming it; a malformed object is named on standard
-error and in its node's ledger, and everything else is still computed.
+every node, print. A file that cannot be used (a dump without Nodes included, or an ``--svg`` picture that
+cannot be written, checked before any work) exits 2 naming it; a malformed object is named on standard
+error and in its node's ledger, and everything else is still computed. A pipeline asks ``--fail-on`` for
+exit 1 when a node's phase is one it cannot accept: ``Overcommitted`` by default, because an offline dump
+that is cut short or taken between two watch events often leaves a node Stale, while an overcommitted node
+is overcommitted whatever the dump missed.
 """
 
 from __future__ import annotations
@@ -15,11 +19,24 @@ from typing import Any, TextIO
 import msgspec
 import yaml
 
-from draledger.commands.dumps import DumpError, Loaded, all_problems, load_paths
+from draledger.commands import colour
+from draledger.commands.dumps import (
+    KUBECTL_GET,
+    DumpError,
+    Loaded,
+    all_problems,
+    load_paths,
+    missing_kinds,
+    require_nodes,
+)
+from draledger.commands.errors import FAILED, OK, UNUSABLE, CommandError, writable
+from draledger.commands.progress import Progress
 from draledger.commands.tables import ledger_table
 from draledger.core.accounting.ledger import Flags
-from draledger.core.ledgers import ledger_object, status_body
+from draledger.core.ledgers import Phase, ledger_object, status_body
 from draledger.operator.clocks import now_rfc3339
+
+FAIL_ON: tuple[str, ...] = ()  # the contract: exit 0 whatever the phases, unless asked
 
 
 def ledgers_of(loaded: Loaded, flags: Flags, now: str) -> list[dict[str, Any]]:
@@ -38,6 +55,24 @@ def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
 
 
+def fail_on_phases(text: str) -> tuple[str, ...]:
+    """``--fail-on``: ``none``, or phases separated by commas, in any case; ValueError naming a bad one."""
+    if text.strip().lower() == "none":
+        return ()
+    known = {phase.value.lower(): phase.value for phase in Phase}
+    phases = []
+    for word in (w.strip() for w in text.split(",")):
+        if word.lower() not in known:
+            raise ValueError(f"unknown phase {word!r} (phases: {', '.join(p.value for p in Phase)}, or none)")
+        phases.append(known[word.lower()])
+    return tuple(phases)
+
+
+def failing(items: list[dict[str, Any]], fail_on: Sequence[str]) -> list[str]:
+    """``node (Phase)`` for each ledger whose phase is in ``fail_on``."""
+    return [f"{i['status']['nodeName']} ({i['status']['phase']})" for i in items if i["status"]["phase"] in fail_on]
+
+
 def emit(items: list[dict[str, Any]], output: str, numa: bool, stream: TextIO) -> None:
     if output == "json":  # msgspec's encoder: the pure-Python indenting one of json took a third of an audit
         stream.write(msgspec.json.format(msgspec.json.encode(as_list(items)), indent=2).decode())
@@ -45,7 +80,7 @@ def emit(items: list[dict[str, Any]], output: str, numa: bool, stream: TextIO) -
     elif output == "yaml":
         yaml.safe_dump(as_list(items), stream, sort_keys=False)
     else:
-        stream.write(ledger_table(items, numa=numa) if items else "No ledgers: the input has no Nodes.\n")
+        stream.write(ledger_table(items, numa=numa, coloured=colour.wanted(stream)))
 
 
 def run(
@@ -56,14 +91,19 @@ def run(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     svg: str | None = None,
+    fail_on: Sequence[str] = FAIL_ON,
 ) -> int:
+    """The audit; 0, 1 when a node's phase is in ``fail_on``, 2 when an input or output cannot be used."""
     # The streams are looked up at call time, not import time, so redirect_stdout (and test capture) work.
     stdout = stdout if stdout is not None else sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
     collecting = gc.isenabled()
     gc.disable()  # a dump and its views hold no reference cycles: the collector would only scan them, often
     try:
-        return _run(paths, output, numa, numa_attributes, stdout, stderr, svg)
+        return _run(paths, output, numa, numa_attributes, stdout, stderr, svg, fail_on)
+    except (DumpError, CommandError) as error:
+        stderr.write(f"error: {error}\n")
+        return error.code if isinstance(error, CommandError) else UNUSABLE
     finally:
         if collecting:
             gc.enable()
@@ -77,19 +117,31 @@ def _run(
     stdout: TextIO,
     stderr: TextIO,
     svg: str | None,
+    fail_on: Sequence[str],
 ) -> int:
-    try:
-        loaded = load_paths(paths)
-    except DumpError as error:
-        stderr.write(f"error: {error}\n")
-        return 2
+    if svg:
+        writable(svg)  # before the work, not after a long audit
+    progress = Progress(stderr)
+    loaded = load_paths(paths, progress)
+    require_nodes(loaded, paths)
     for problem in all_problems(loaded):
         stderr.write(f"warning: {problem}\n")
+    missing = missing_kinds(loaded)
+    if missing:
+        stderr.write(f"warning: the dump has no {', '.join(missing)} objects: ledgers that need them turn "
+                     f"Stale or miss claims; dump with {KUBECTL_GET}\n")
     flags = Flags(numa_attributes=tuple(numa_attributes)) if numa_attributes else Flags()
+    progress.step(f"computing {len(loaded.state.nodes)} ledgers")
     items = ledgers_of(loaded, flags, now_rfc3339())
     emit(items, output, numa, stdout)
     if svg:
         from draledger.commands.report import write_svg
 
         write_svg(svg, items)
-    return 0
+    bad = failing(items, fail_on)
+    if bad:
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        stderr.write(f"error: {', '.join(bad[:5])}{more}: {len(bad)} of {len(items)} nodes in a --fail-on phase "
+                     f"({','.join(fail_on)})\n")
+        return FAILED
+    return OK

@@ -1,4 +1,10 @@
-"""The ``draledger`` command: one sub-command per job, each a thin call into its module."""
+"""The ``draledger`` command (also ``kubectl draledger``): one sub-command per job, each a thin call into its
+module.
+
+Rules: every command ends with the exit codes of commands/errors.py, which every ``--help`` lists; whatever
+goes wrong is one line on stderr (a traceback only with DRALEDGER_DEBUG=1); every flag says what it does and
+its default.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +16,40 @@ import sys
 from collections.abc import Sequence
 
 from draledger import __version__
+from draledger.commands.errors import EXIT_CODES, UNUSABLE, report
+from draledger.core.accounting.zones import DEFAULT_NUMA_ATTRIBUTES
 
 # Each names a module with ``add_parser(commands)``. The demo sits above the commands (it needs the `demo` extra's
 # packages only when it runs); device metadata is an independent library with its own small command line.
 PLUGINS = ("draledger.demo.cli", "draledger.devicemetadata.cli")
+PROG, PLUGIN_PROG = "draledger", "kubectl draledger"  # kubectl runs `kubectl-draledger` for `kubectl draledger`
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Paragraphs are wrapped and indented lines kept as written (the exit codes); every default is shown."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        fill = super()._fill_text
+        return "\n".join(
+            indent + line if line.startswith(" ") or not line else fill(line, width, indent)
+            for line in text.splitlines()
+        )
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "(default" in text or not has_default(action):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def has_default(action: argparse.Action) -> bool:
+    """Whether ``action`` is a flag with a value when it is not given (0 is one; None, "" and a plain switch's
+    False are not); a --x/--no-x switch always has one."""
+    if not action.option_strings or action.default is argparse.SUPPRESS:
+        return False
+    if isinstance(action, argparse.BooleanOptionalAction):
+        return True
+    return action.default is not None and action.default is not False and action.default not in ("", [], ())
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -21,7 +57,9 @@ def _audit(args: argparse.Namespace) -> int:
 
     if isinstance(sys.stdout, io.TextIOWrapper):  # a name that is no valid Unicode (a lone surrogate) still prints
         sys.stdout.reconfigure(errors="backslashreplace")
-    return audit.run(args.filename, args.output, args.numa, args.numa_attribute or (), svg=args.svg)
+    return audit.run(
+        args.filename, args.output, args.numa, args.numa_attribute or (), svg=args.svg, fail_on=args.fail_on
+    )
 
 
 def _cluster(args: argparse.Namespace) -> int:
@@ -34,33 +72,27 @@ def _export(args: argparse.Namespace) -> int:
     if args.from_cluster:
         return _cluster(args)
     from draledger.commands import audit, clusterctl
-    from draledger.commands.dumps import DumpError, load_paths
-
-    if not args.filename:
-        sys.stderr.write("error: export needs --from-cluster or -f DUMP\n")
-        return 2
-    try:
-        loaded = load_paths(args.filename)
-    except DumpError as error:
-        sys.stderr.write(f"error: {error}\n")
-        return 2
+    from draledger.commands.dumps import load_paths, require_nodes
+    from draledger.commands.errors import CommandError, writable
+    from draledger.commands.progress import Progress
     from draledger.core.accounting.ledger import Flags
     from draledger.operator.clocks import now_rfc3339
 
+    if not args.filename:
+        raise CommandError("export: needs --from-cluster or -f DUMP", UNUSABLE)
+    writable(args.output_file)
+    loaded = load_paths(args.filename, Progress(sys.stderr))
+    require_nodes(loaded, args.filename)
     now = now_rfc3339()
     items = audit.ledgers_of(loaded, Flags(), now)
     document = clusterctl.export_document(items, clusterctl.dump_identity(args.filename, now))
-    try:
-        clusterctl.write_document(document, args.output_file, args.output)
-    except clusterctl.CommandError as error:
-        sys.stderr.write(f"error: {error}\n")
-        return error.code
+    clusterctl.write_document(document, args.output_file, args.output)
     return 0
 
 
 def _connection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--server", default=os.environ.get("DRALEDGER_SERVER", ""),
-                        help="API server URL (default: in-cluster config, then KUBECONFIG)")
+                        help="API server URL (default: $DRALEDGER_SERVER, else in-cluster config, then KUBECONFIG)")
     parser.add_argument("--kubeconfig", default="", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     parser.add_argument("--context", default="", help="kubeconfig context (default: its current context)")
 
@@ -83,19 +115,21 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="draledger",
-        description="Node-allocatable accounting for Kubernetes DRA: one NodeAllocatableLedger per node.",
-    )
-    parser.add_argument("--version", action="version", version=f"draledger {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _fail_on(text: str) -> tuple[str, ...]:
+    from draledger.commands.audit import fail_on_phases
 
+    try:
+        return fail_on_phases(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _add_audit(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     audit = commands.add_parser(
         "audit",
         help="compute the ledgers of a cluster dump offline (no cluster, no writes)",
         description="Compute one NodeAllocatableLedger per Node from `kubectl get nodes,pods,resourceslices,"
-        "resourceclaims -A -o json` output.",
+        "resourceclaims -A -o json` output. Nothing is installed and nothing is written to the cluster.",
     )
     audit.add_argument(
         "-f",
@@ -103,22 +137,41 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         metavar="DUMP",
-        help="a JSON or YAML kind: List file, or - for standard input (repeatable)",
+        help="a JSON or YAML kind: List file, or - for standard input (repeatable; later files win)",
     )
-    audit.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    audit.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table",
+                       help="table: figures for people; json or yaml: the ledgers with exact figures")
     audit.add_argument("--numa", action="store_true", help="table: add one row per NUMA zone")
     audit.add_argument(
         "--numa-attribute",
         action="append",
         metavar="NAME",
-        help="device attribute naming the NUMA zone, in order of preference (repeatable; "
-        "replaces the default list)",
+        help="device attribute naming the NUMA zone, in order of preference (repeatable; replaces the default: "
+        f"{', '.join(DEFAULT_NUMA_ATTRIBUTES)})",
     )
     audit.add_argument("--svg", metavar="FILE", help="also draw the ledgers as an SVG picture into FILE")
+    audit.add_argument(
+        "--fail-on",
+        type=_fail_on,
+        default=(),
+        metavar="PHASE[,PHASE]",
+        help="exit 1 when any node's phase is one of these (Rebuilding, Frozen, Stale, Overcommitted, Ready; "
+        "none: never) (default: none, the ledgers are the answer; a pipeline asks for Overcommitted, and "
+        "Stale only for a dump known complete)",
+    )
     audit.set_defaults(func=_audit)
 
+
+def _add_freeze_and_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for name, verb in (("freeze", "keep new claim pods gated on"), ("resume", "release new claim pods again on")):
-        sub = commands.add_parser(name, help=f"{verb} nodes (spec.frozen of their ledgers); bound pods are untouched")
+        sub = commands.add_parser(
+            name,
+            help=f"{verb} nodes (spec.frozen of their ledgers); bound pods are untouched",
+            description=f"{verb.capitalize()} the named nodes (--node) or every "
+            + ("node" if name == "freeze" else "frozen node")
+            + " (--all), by a merge patch of spec.frozen of their NodeAllocatableLedgers; pods already bound "
+            "are never touched.",
+        )
         which = sub.add_mutually_exclusive_group(required=True)
         which.add_argument("--node", action="append", default=[], metavar="NODE", help="a node (repeatable)")
         which.add_argument("--all", action="store_true",
@@ -132,40 +185,90 @@ def build_parser() -> argparse.ArgumentParser:
         _connection(sub)
         sub.set_defaults(func=_cluster)
 
-    export = commands.add_parser("export", help="write every ledger, with its versions, to a file")
+
+def _add_export_and_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    export = commands.add_parser(
+        "export",
+        help="write every ledger, with its versions, to a file",
+        description="Write every NodeAllocatableLedger of the cluster (--from-cluster), or computed from a dump "
+        "(-f), as a List with a draledgerExport block naming where it comes from: the file `resume "
+        "--since-export` reads (json or yaml). -o table prints one line per ledger instead, for people.",
+    )
     export.add_argument("--from-cluster", action="store_true", help="read the ledgers from the cluster")
-    export.add_argument("-f", "--filename", action="append", metavar="DUMP", help="compute them from a dump instead")
-    export.add_argument("--output-file", "--to", default="-", metavar="FILE", help="where to write (default: stdout)")
-    export.add_argument("-o", "--output", choices=("json", "yaml"), default="yaml")
+    export.add_argument("-f", "--filename", action="append", metavar="DUMP",
+                        help="compute them from a dump instead (repeatable)")
+    export.add_argument("--output-file", "--to", default="-", metavar="FILE",
+                        help="where to write (default: -, standard output)")
+    export.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="yaml",
+                        help="json or yaml: the export; table: one line per exported ledger, for people")
     _connection(export)
     export.set_defaults(func=_export)
 
-    report = commands.add_parser("report", help="draw the live cluster's ledgers as an SVG picture")
-    report.add_argument("--svg", required=True, metavar="FILE")
+    report = commands.add_parser(
+        "report",
+        help="draw the live cluster's ledgers as an SVG picture",
+        description="Read every NodeAllocatableLedger of the cluster and draw them as one SVG picture "
+        "(the offline twin: `draledger audit -f DUMP --svg FILE`).",
+    )
+    report.add_argument("--svg", required=True, metavar="FILE", help="the SVG file to write")
     _connection(report)
     report.set_defaults(func=_cluster)
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Node-allocatable accounting for Kubernetes DRA: one NodeAllocatableLedger per node.",
+        epilog=EXIT_CODES,
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"draledger {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_audit(commands)
+    _add_freeze_and_resume(commands)
+    _add_export_and_report(commands)
 
     run = commands.add_parser(
         "run",
         help="run the operator: keep one NodeAllocatableLedger per node current",
         description="Run the operator against the cluster (in-cluster config, KUBECONFIG, "
-        "or --server). Every flag also reads a DRALEDGER_* environment variable.",
+        "or --server). Every flag also reads a DRALEDGER_* environment variable, named in its help.",
     )
     from draledger.operator.config import add_arguments
 
     add_arguments(run)
     run.set_defaults(func=_run)
 
-    crd = commands.add_parser("crd", help="print the NodeAllocatableLedger CustomResourceDefinition")
+    crd = commands.add_parser(
+        "crd",
+        help="print the NodeAllocatableLedger CustomResourceDefinition",
+        description="Print the NodeAllocatableLedger CustomResourceDefinition as YAML, for `kubectl apply -f -`.",
+    )
     crd.set_defaults(func=_crd)
 
     for plugin in PLUGINS:  # sub-commands that live above this layer (the demo) or beside it (metadata)
         importlib.import_module(plugin).add_parser(commands)
+    _same_help(parser)
     return parser
 
 
+def _same_help(parser: argparse.ArgumentParser) -> None:
+    """Every sub-command, the plugins' too, shows its defaults and the exit codes."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.formatter_class = HelpFormatter
+                sub.epilog = sub.epilog or EXIT_CODES
+                _same_help(sub)
+
+
+def program_name(argv0: str) -> str:
+    """``kubectl draledger`` when run as the kubectl plugin ``kubectl-draledger``, else ``draledger``."""
+    return PLUGIN_PROG if os.path.basename(argv0).startswith("kubectl-draledger") else PROG
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    args = build_parser(program_name(sys.argv[0])).parse_args(argv)
     try:
         code = args.func(args)
         sys.stdout.flush()
@@ -174,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = 0
     except KeyboardInterrupt:
         code = 130
+    except Exception as error:  # rule: one line, whatever it is (commands/errors.py)
+        code = report(error, sys.stderr)
     sys.exit(code)
 
 

@@ -32,6 +32,7 @@ from typing import Any, TextIO
 import aiohttp
 import yaml
 
+from draledger.commands.errors import UNUSABLE, CommandError, writable
 from draledger.core.ledgers import API_VERSION, KIND, PLURAL
 from draledger.core.views.problems import show
 from draledger.operator.connecting import CredentialsError, Source, credentials
@@ -46,14 +47,6 @@ FORMAT_VERSION = 1
 ATTEMPTS, TIMEOUT, CONNECT_TIMEOUT = 1, 10.0, 3.0
 
 
-class CommandError(Exception):
-    """Ends the command with one line on stderr and an exit code (1: the operation failed; 2: bad input)."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(" ".join(message.split()))
-        self.code = code
-
-
 # ------------------------------------------------------------------ talking to the API server
 
 
@@ -63,7 +56,7 @@ def connect(server: str, kubeconfig: str, context: str = "") -> KubeApi:
     try:
         info = credentials(source)
     except CredentialsError as error:
-        raise CommandError(str(error), 2) from None
+        raise CommandError(str(error), UNUSABLE) from None
     return KubeApi(info, attempts=ATTEMPTS, timeout=TIMEOUT, connect_timeout=CONNECT_TIMEOUT,
                    login=lambda: credentials(source))
 
@@ -195,12 +188,12 @@ async def resume(
         if here is None:
             raise CommandError(
                 f"{since_export}: cannot verify that it is an export of this cluster: the kube-system Namespace "
-                f"of {api.server} cannot be read (grant get on namespaces/kube-system)", 2
+                f"of {api.server} cannot be read (grant get on namespaces/kube-system)", UNUSABLE
             )
         if here != export.cluster:
             raise CommandError(
                 f"{since_export}: an export of another cluster (kube-system uid {export.cluster}, exported from "
-                f"{export.server or 'an unnamed server'}); this cluster's is {here}", 2
+                f"{export.server or 'an unnamed server'}); this cluster's is {here}", UNUSABLE
             )
     asked = list(nodes) if nodes is not None else [name for name, obj in live.items() if _frozen(obj)]
     ready: list[str] = []
@@ -269,12 +262,12 @@ def read_export(path: str, nodes: Sequence[str] | None = None) -> Export:
     from draledger.commands.dumps import DumpError, parse_text, read_source
 
     def refuse(reason: str) -> CommandError:
-        return CommandError(f"{path}: {reason}", 2)
+        return CommandError(f"{path}: {reason}", UNUSABLE)
 
     try:
         document = parse_text(read_source(path), path)
     except DumpError as error:
-        raise CommandError(str(error), 2) from None
+        raise CommandError(str(error), UNUSABLE) from None
     block = document.get(EXPORT) if isinstance(document, dict) else None
     if not isinstance(block, dict):
         raise refuse(
@@ -325,19 +318,26 @@ def dump_identity(files: Sequence[str], now: str) -> dict[str, Any]:
     return {"source": "dump", "files": list(files), "exportedAt": now}
 
 
-def write_document(document: dict[str, Any], path: str, output: str) -> None:
+def write_document(document: dict[str, Any], path: str, output: str, stdout: TextIO | None = None) -> None:
+    """The export as ``output`` (json, yaml, or table: one line a ledger, for people) into ``path``
+    (``-``: ``stdout``, by default sys.stdout)."""
+    out = stdout if stdout is not None else sys.stdout
     try:
-        stream: TextIO = sys.stdout if path == "-" else open(path, "w", encoding="utf-8")  # noqa: SIM115
+        stream: TextIO = out if path == "-" else open(path, "w", encoding="utf-8")  # noqa: SIM115
     except OSError as error:
-        raise CommandError(f"cannot write {path}: {error.strerror or error}") from None
+        raise CommandError(f"{path}: cannot write: {error.strerror or error}", UNUSABLE) from None
     try:
         if output == "yaml":
             yaml.safe_dump(document, stream, sort_keys=False)
+        elif output == "table":
+            from draledger.commands.tables import export_table
+
+            stream.write(export_table(document["items"]))
         else:
             json.dump(document, stream, indent=2)
             stream.write("\n")
     finally:
-        if stream is not sys.stdout:
+        if stream is not out:
             stream.close()
 
 
@@ -369,7 +369,7 @@ async def _command(args: argparse.Namespace, api: KubeApi, out: TextIO, err: Tex
                 "`resume --since-export` will check each node's UID instead\n"
             )
         document = export_document(items, cluster_identity(cluster, api.server, now_rfc3339()))
-        write_document(document, args.output_file, args.output)
+        write_document(document, args.output_file, args.output, out)
         if args.output_file != "-":
             out.write(f"wrote {args.output_file} ({len(items)} ledgers)\n")
         return 0
@@ -378,7 +378,7 @@ async def _command(args: argparse.Namespace, api: KubeApi, out: TextIO, err: Tex
     try:
         report.write_svg(args.svg, items)
     except OSError as error:
-        raise CommandError(f"cannot write {args.svg}: {error.strerror or error}") from None
+        raise CommandError(f"{args.svg}: cannot write: {error.strerror or error}", UNUSABLE) from None
     out.write(f"wrote {args.svg} ({len(items)} ledgers)\n")
     return 0
 
@@ -391,12 +391,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     async def go() -> int:
         if args.command == "resume" and args.since_export:
             read_export(args.since_export, None if args.all else args.node)  # refuse a bad file before connecting
+        writable(args.svg if args.command == "report" else getattr(args, "output_file", "-"))
         api = connect(args.server, args.kubeconfig, args.context)
         try:
             try:
                 await api.session()  # builds the TLS context: a missing CA file is a bad kubeconfig
             except (OSError, ssl.SSLError, ValueError) as error:
-                raise CommandError(f"cannot use the credentials for {api.server}: {_cause(error)}", 2) from None
+                raise CommandError(f"cannot use the credentials for {api.server}: {_cause(error)}", UNUSABLE) from None
             return await _command(args, api, out, err)
         except (aiohttp.ClientError, TimeoutError, json.JSONDecodeError, ssl.SSLError) as error:
             raise unreachable(api, error) from None

@@ -11,7 +11,11 @@ Rules:
 4. YAML is read as kubectl reads it, into JSON values: map keys become strings, timestamps stay the text
    written, and the few YAML-only values (binary, sets, ordered maps, tagged timestamps) become the JSON
    value closest to what was written.
-5. Parsing never recurses without bound and never expands without bound: YAML nested deeper than
+5. What cannot be a dump is refused from its first bytes, before the rest is read: the first non-blank
+   character of JSON is ``{`` or ``[``; YAML opens (after comments and ``---``) with one of a List's keys.
+6. A dump without Nodes yields no ledger: it is refused, naming what it holds. Missing kinds of object
+   (no ResourceSlices, no ResourceClaims) are named as a hint: their absence turns nodes Stale silently.
+7. Parsing never recurses without bound and never expands without bound: YAML nested deeper than
    ``MAX_DEPTH`` levels, JSON nested deeper than the parser takes, and YAML aliases that expand to more than
    ``MAX_EXPANSION`` times the values written (a "billion laughs") are DumpErrors.
 """
@@ -20,8 +24,10 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sys
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -30,6 +36,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from draledger.commands.progress import Progress
 from draledger.core.state import ClusterState, GenerationRegression
 from draledger.core.views import Problem
 from draledger.core.views.problems import ObjectRef, show
@@ -38,6 +45,11 @@ MAX_DEPTH = 100  # a Kubernetes List nests a few dozen levels at most (a pod's a
 MAX_EXPANSION = 10  # YAML aliases may repeat what was written, up to ten times over
 MIN_BUDGET = 100_000  # ... or up to this many values, for short files
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+HEAD = 64 << 10  # characters read to decide whether a file can be a dump at all (rule 5)
+CHUNK = 8 << 20  # characters read at a time after that
+KUBECTL_GET = "kubectl get nodes,pods,resourceslices,resourceclaims -A -o json"
+# The first line of a YAML List (after blank lines, comments, directives and "---"): one of its keys.
+_YAML_LIST_KEY = re.compile(r"""^["']?(?:apiVersion|kind|items|metadata)["']?\s*:""")
 
 
 READERS = {"Node": "nodes", "Pod": "pods", "ResourceSlice": "resourceslices", "ResourceClaim": "resourceclaims"}
@@ -54,6 +66,7 @@ class DumpError(Exception):
 class Loaded:
     state: ClusterState = field(default_factory=ClusterState)
     problems: list[Problem] = field(default_factory=list)  # input problems that belong to no object
+    kinds: Counter[str] = field(default_factory=Counter)  # items read, by kind (rule 6)
 
 
 class _TooDeep(yaml.YAMLError):
@@ -209,14 +222,48 @@ def items_of(document: Any, source: str) -> list[Any]:
     return items
 
 
-def read_source(path: str) -> str:
+def sniff(head: str, source: str) -> None:
+    """DumpError unless ``head``, the start of a file, can start a JSON or YAML List (rule 5)."""
+    text = head.lstrip("\ufeff \t\r\n")
+    if not text or text[0] in "{[":
+        return  # empty input is parse_text's to name
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "%", "---")):
+            continue
+        if _YAML_LIST_KEY.match(line):
+            return
+        raise DumpError(
+            f"{source}: neither JSON nor YAML of a List: it starts with {show(line[:40])} (JSON starts with {{ or "
+            "[, YAML with an apiVersion, kind or items key)"
+        )
+
+
+def read_source(path: str, progress: Progress | None = None) -> str:
+    """The text of ``path`` (``-``: standard input), refused from its first bytes when it cannot be a dump."""
     try:
         if path == "-":
-            return sys.stdin.read()
+            return _read(sys.stdin, path, progress)
         with open(path, encoding="utf-8") as stream:
-            return stream.read()
-    except (OSError, UnicodeDecodeError) as error:
-        raise DumpError(f"{path}: cannot read: {error}") from None
+            return _read(stream, path, progress)
+    except UnicodeDecodeError as error:
+        raise DumpError(f"{path}: cannot read: not UTF-8 text (byte {error.object[error.start]:#04x} at "
+                        f"offset {error.start})") from None
+    except OSError as error:
+        raise DumpError(f"{path}: cannot read: {error.strerror or error}") from None
+
+
+def _read(stream: Any, source: str, progress: Progress | None) -> str:
+    head = stream.read(HEAD)
+    sniff(head, source)
+    parts = [head]
+    done = len(head)
+    while chunk := stream.read(CHUNK):
+        parts.append(chunk)
+        done += len(chunk)
+        if progress is not None:
+            progress.reading(source, done, len(chunk))
+    return "".join(parts)
 
 
 def load_items(items: Iterable[Any], source: str, loaded: Loaded) -> None:
@@ -229,6 +276,7 @@ def load_items(items: Iterable[Any], source: str, loaded: Loaded) -> None:
             )
             continue
         kind = item.get("kind")
+        loaded.kinds[kind if isinstance(kind, str) else "?"] += 1
         if kind is not None and not isinstance(kind, str):  # a list or a map: no kind, and no key to look up
             loaded.problems.append(
                 Problem("MalformedItem", f"{where} has a kind that is not a string", field="kind", value=show(kind))
@@ -246,13 +294,30 @@ def load_items(items: Iterable[Any], source: str, loaded: Loaded) -> None:
     state.detect_api()
 
 
-def load_paths(paths: Iterable[str]) -> Loaded:
+def load_paths(paths: Iterable[str], progress: Progress | None = None) -> Loaded:
     """Load every dump into one state; later files win for objects that appear twice."""
     loaded = Loaded()
     for path in paths:
-        document = parse_text(read_source(path), path)
+        text = read_source(path, progress)
+        if progress is not None:
+            progress.step(f"parsing {path}")
+        document = parse_text(text, path)
+        del text  # as large as the file: freed before the views are built
         load_items(items_of(document, path), path, loaded)
     return loaded
+
+
+def require_nodes(loaded: Loaded, paths: Sequence[str]) -> None:
+    """DumpError when the dumps hold no Node (rule 6): say what they hold and how to dump what is needed."""
+    if loaded.state.nodes:
+        return
+    held = ", ".join(f"{count} {kind}" for kind, count in loaded.kinds.most_common()) or "no objects"
+    raise DumpError(f"{', '.join(paths)}: the dump has no Node objects (it holds {held}): dump with {KUBECTL_GET}")
+
+
+def missing_kinds(loaded: Loaded) -> list[str]:
+    """The kinds a ledger is computed from that no dump holds (rule 6)."""
+    return [kind for kind in READERS if not loaded.kinds[kind]]
 
 
 def all_problems(loaded: Loaded) -> list[Problem]:

@@ -1,28 +1,50 @@
-"""Tables that read like kubectl's: upper-case headers, left-aligned columns, three spaces apart."""
+"""Tables that read like kubectl's: upper-case headers, left-aligned columns, three spaces apart.
+
+Figures are for people (``41.7Gi/494Gi``, both sides of a pair in one unit, commands/figures.py); the exact
+ones are in ``-o json|yaml``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from draledger.commands import colour
+from draledger.core.figures import humanize_pair
+
 MAIN = ("cpu", "memory")
+PHASE = 1  # the column of the ledger table that is coloured
 
 
-def render(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def render(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], paint: Callable[[int, str], str] | None = None
+) -> str:
+    """The table; ``paint(column, text)`` may colour a cell's text (never its padding: columns stay aligned)."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+    def cell(index: int, text: str, painted: bool) -> str:
+        shown = paint(index, text) if painted and paint is not None else text
+        return shown + " " * (widths[index] - len(text))
+
     lines = [
-        "   ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in [headers, *rows]
+        "   ".join(cell(i, text, number > 0) for i, text in enumerate(row)).rstrip()
+        for number, row in enumerate([headers, *rows])
     ]
     return "\n".join(lines) + "\n"
 
 
 def _pair(resources: dict[str, Any], name: str, used: str = "requested", total: str = "allocatable") -> str:
     line = resources.get(name)
-    return f"{line[used]}/{line[total]}" if line else "-"
+    return humanize_pair(name, line[used], line[total]) if line else "-"
 
 
-def ledger_table(ledgers: Sequence[dict[str, Any]], numa: bool = False) -> str:
-    """One row a node (``audit -o table``); ``numa`` adds one row per zone below its node."""
+def _paint_phase(column: int, text: str) -> str:
+    return colour.phase(text) if column == PHASE else text
+
+
+def ledger_table(ledgers: Sequence[dict[str, Any]], numa: bool = False, coloured: bool = False) -> str:
+    """One row a node (``audit -o table``); ``numa`` adds one row per zone below its node; ``coloured``
+    colours the phases (for a terminal: see commands/colour.py)."""
     headers = (
         "NAME",
         "PHASE",
@@ -69,4 +91,23 @@ def ledger_table(ledgers: Sequence[dict[str, Any]], numa: bool = False) -> str:
                         "",
                     ]
                 )
-    return render(headers, rows)
+    return render(headers, rows, _paint_phase if coloured else None)
+
+
+def export_table(ledgers: Sequence[dict[str, Any]]) -> str:
+    """One row a ledger exported (``export -o table``): what a person checks before a resume."""
+    headers = ("NAME", "PHASE", "FROZEN", "MAPPING VERSION", "LEDGER VERSION", "NODE UID")
+    rows = []
+    for ledger in ledgers:
+        status, spec = ledger.get("status") or {}, ledger.get("spec") or {}
+        owners = ledger["metadata"].get("ownerReferences") or ()
+        owner: dict[str, Any] = next((o for o in owners if o.get("kind") == "Node"), {})
+        rows.append([
+            ledger["metadata"]["name"],
+            str(status.get("phase", "-")),
+            "yes" if spec.get("frozen") is True else "no",
+            str(status.get("mappingVersion", "-")),
+            str(status.get("ledgerVersion", "-")),
+            str(owner.get("uid", "-")),
+        ])
+    return render(headers, rows) if rows else "No ledgers.\n"

@@ -13,12 +13,24 @@ import yaml
 
 from draledger.core import ledgers
 
-PRINTER_COLUMNS = [
+# ``kubectl get nal`` reads like ``draledger audit``'s table: printer columns can only show a field as it is,
+# so CPU and Memory read ``status.summary`` (the audit figures, humanised: ``3.5/64``, ``41.7Gi/494Gi``) rather
+# than the exact quantities. Priority 1 columns are shown by ``-o wide`` only; like kubectl's own wide
+# columns they come after Age.
+PRINTER_COLUMNS: list[dict[str, Any]] = [
     {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-    {"name": "CPU Req", "type": "string", "jsonPath": ".status.resources.cpu.requested"},
-    {"name": "CPU Alloc", "type": "string", "jsonPath": ".status.resources.cpu.allocatable"},
-    {"name": "Mem Req", "type": "string", "jsonPath": ".status.resources.memory.requested"},
-    {"name": "Mem Alloc", "type": "string", "jsonPath": ".status.resources.memory.allocatable"},
+    {
+        "name": "CPU",
+        "type": "string",
+        "jsonPath": ".status.summary.cpu",
+        "description": "requested/allocatable cores, humanised (exact figures: status.resources.cpu)",
+    },
+    {
+        "name": "Memory",
+        "type": "string",
+        "jsonPath": ".status.summary.memory",
+        "description": "requested/allocatable bytes, humanised (exact figures: status.resources.memory)",
+    },
     {"name": "Claims", "type": "integer", "jsonPath": ".status.claimCount"},
     {
         "name": "Mapping",
@@ -27,6 +39,20 @@ PRINTER_COLUMNS = [
         "description": "monotonic version of the node's device mappings",
     },
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    {
+        "name": "Scheduler",
+        "type": "string",
+        "jsonPath": ".status.summary.scheduler",
+        "priority": 1,
+        "description": "InSync when the scheduler charged what the ledger counts, else Diverged",
+    },
+    {
+        "name": "Problems",
+        "type": "integer",
+        "jsonPath": ".status.summary.problems",
+        "priority": 1,
+        "description": "how many problems status.problems lists",
+    },
 ]
 _DROP = frozenset({"title", "default"})
 

@@ -6,6 +6,8 @@ Rules:
 2. Serialization is deterministic (sorted keys and lists), so an unchanged ledger serializes to the same
    bytes and the operator can skip the write.
 3. Versions and timestamps are inputs: this module never reads a clock.
+4. ``summary`` repeats a few figures for people (``kubectl get nal``'s columns), humanised by
+   ``core.figures``; nothing reads it back, and it changes only when the exact figures do.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from draledger.core.accounting.ledger import Condition, Ledger, ResourceLine
+from draledger.core.figures import humanize_pair
 from draledger.core.views import Problem
 
 GROUP = "draledger.dev"
@@ -111,6 +114,13 @@ class RejectedSliceRecord(_Model):
     rejected_generation: int = Field(ge=0, description="the older generation the driver published since")
 
 
+class LedgerSummary(_Model):
+    cpu: str = Field(description="for people: cpu requested/allocatable, humanised (3.5/64); - without cpu")
+    memory: str = Field(description="for people: memory requested/allocatable, humanised (41.7Gi/494Gi)")
+    scheduler: str = Field(description="InSync when the scheduler charged what the ledger counts, else Diverged")
+    problems: int = Field(ge=0, description="how many problems the ledger lists")
+
+
 class NodeAllocatableLedgerStatus(_Model):
     node_name: str
     phase: Phase
@@ -124,6 +134,8 @@ class NodeAllocatableLedgerStatus(_Model):
     claims: list[LedgerClaim]
     problems: list[LedgerProblem]
     conditions: list[LedgerCondition]
+    summary: LedgerSummary | None = Field(None, description="for people; optional, as ledgers written by "
+                                          "earlier versions of the operator have none")
     rejected_slices: list[RejectedSliceRecord] | None = Field(
         None,
         description="operator only: ResourceSlice updates refused because their pool generation went back "
@@ -242,6 +254,7 @@ def status_body(
         ],
         "problems": [_problem_body(p) for p in ledger.problems],
         "conditions": _condition_bodies(ledger.conditions, previous_conditions, now),
+        "summary": summary(ledger),
     }
     if ledger.rejected_slices:
         body["rejectedSlices"] = [
@@ -255,6 +268,18 @@ def status_body(
             for r in ledger.rejected_slices
         ]
     return body
+
+
+def summary(ledger: Ledger) -> dict[str, Any]:
+    """The ``summary`` for ``kubectl get nal`` (rule 4): the figures ``audit``'s table prints."""
+
+    def pair(name: str) -> str:
+        line = ledger.resources.get(name)
+        return humanize_pair(name, line.requested, line.allocatable) if line else "-"
+
+    in_sync = any(c.type == "SchedulerInSync" and c.status == "True" for c in ledger.conditions)
+    return {"cpu": pair("cpu"), "memory": pair("memory"), "scheduler": "InSync" if in_sync else "Diverged",
+            "problems": len(ledger.problems)}
 
 
 def line_figures(line: ResourceLine) -> dict[str, str]:

@@ -7,6 +7,7 @@ it runs in CI and in a pipe, and exits by itself (0 when every step happened in 
 cluster stays up afterwards, with a kubeconfig for the real ``kubectl``, until SIGINT or SIGTERM.
 
 The operator's and Kopf's logs go to a file (``log_file``, default a temporary file), never to the output.
+Unusable options (a busy port, a file that cannot be written) end the command before anything starts.
 """
 
 from __future__ import annotations
@@ -88,7 +89,14 @@ def run_demo(
     log_file: str | None = None,
     tty: bool | None = None,
 ) -> int:
-    """Play the demo; return the exit status (0: every step happened; 1: one did not; 130: interrupted)."""
+    """Play the demo; return the exit status (0: every step happened; 1: one did not; 130: interrupted).
+
+    Its port and the files it will write are checked first (:mod:`draledger.demo.preflight`): a
+    ``CommandError`` (exit status 2) before anything starts.
+    """
+    from draledger.demo import preflight
+
+    preflight.check(port=port, log_file=log_file, svg=svg, kubeconfig=kubeconfig if serve else None)
     if log_file:
         path = log_file
     else:

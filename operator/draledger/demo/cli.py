@@ -34,8 +34,10 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from draledger.demo import run_demo
-        from draledger.demo import emulator  # noqa: F401 - fails here, before any output, without the extra
+        from draledger.demo import (
+            emulator,  # noqa: F401 - fails here, before any output, without the extra
+            run_demo,
+        )
     except ModuleNotFoundError as error:
         if error.name not in EXTRA_PACKAGES:
             raise

@@ -14,7 +14,8 @@ and reserved (with ``status.nodeAllocatableResourceClaimStatuses``, as the v1.36
 ``batch/legacy-etl``, bound *before the gate was on* (no such status: the operator backfills it), and new,
 unbound claim pods that already carry the ``draledger.dev/ledger-ready`` scheduling gate (as the webhook
 adds it). :func:`later_pods` are the pods the story adds, :func:`allocate` and :func:`bind` play the
-scheduler, and :func:`previous_ledgers` are the ledgers a previous run of the operator left behind.
+scheduler (what it charges is the core's rule, never one of its own: :func:`scheduler_statuses`), and
+:func:`previous_ledgers` are the ledgers a previous run of the operator left behind.
 
 UIDs are UUIDv5 of the object's identity and timestamps are relative to the ``now`` the caller passes.
 """
@@ -29,13 +30,13 @@ from typing import Any, Final
 
 from draledger.commands.audit import ledgers_of
 from draledger.commands.dumps import Loaded, load_items
-from draledger.core.accounting.footprints import Resources, add_into
 from draledger.core.accounting.ledger import Flags
+from draledger.core.accounting.release import GATE
+from draledger.core.accounting.statuses import planned_statuses
 from draledger.core.quantities import Quantity, parse_quantity
 
 __all__ = [
     "CPU_DRIVER",
-    "GATE",
     "GPU_DRIVER",
     "MEM_DRIVER",
     "NODES",
@@ -44,15 +45,14 @@ __all__ = [
     "allocate",
     "bind",
     "build_cluster",
-    "charge",
     "device_classes",
     "later_pods",
     "previous_ledgers",
     "resource_slices",
+    "scheduler_statuses",
 ]
 
 NODES: Final = ("worker-1", "worker-2", "worker-3")
-GATE: Final = "draledger.dev/ledger-ready"
 NUMA: Final = "resource.kubernetes.io/numaNode"
 CPU_DRIVER: Final = "cpu.dra.example.com"
 GPU_DRIVER: Final = "gpu.dra.example.com"
@@ -449,43 +449,28 @@ def running_status(obj: Mapping[str, Any], node_name: str, started: str) -> dict
 # --- the scheduler's part: allocation and binding ---------------------------------------------------
 
 
-def charge(results: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """What the v1.36 scheduler writes for one claim's results (this cluster's mappings, by device)."""
-    total: Resources = {}
-    two = parse_quantity("2")
-    for entry in results:
-        driver, device = entry.get("driver"), str(entry.get("device") or "")
-        if driver == CPU_DRIVER:
-            add_into(total, {"cpu": two})
-        elif driver == GPU_DRIVER:
-            add_into(total, {"memory": parse_quantity("16Gi"), "cpu": two})
-        elif driver == MEM_DRIVER and device.startswith("hugepages-2mi"):
-            add_into(total, {"hugepages-2Mi": parse_quantity((entry.get("consumedCapacity") or {}).get("size"))})
-    return {name: str(quantity) for name, quantity in sorted(total.items())}
+def scheduler_statuses(
+    obj: Mapping[str, Any],
+    node_name: str,
+    claims: Iterable[Mapping[str, Any]],
+    slices: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """``status.nodeAllocatableResourceClaimStatuses`` as kube-scheduler writes it when it binds the pod.
 
-
-def _claim_statuses(obj: Mapping[str, Any], claims: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """``status.nodeAllocatableResourceClaimStatuses`` of a pod whose claims are allocated."""
-    names = {entry["name"]: _claim_name(obj, entry) for entry in obj["spec"].get("resourceClaims") or []}
-    out = []
-    for pod_claim, claim_name in names.items():
-        found = claims.get(claim_name or "")
-        allocated = ((found or {}).get("status") or {}).get("allocation")
-        if not allocated:
-            continue
-        containers = [
-            c["name"]
-            for c in obj["spec"]["containers"]
-            if pod_claim in [ref["name"] for ref in (c.get("resources") or {}).get("claims") or []]
-        ]
-        out.append(
-            {
-                "resourceClaimName": claim_name,
-                "containers": containers,
-                "resources": charge(allocated["devices"]["results"]),
-            }
-        )
-    return out
+    The core's rule (:func:`draledger.core.accounting.statuses.planned_statuses`, the one the backfill and
+    the fidelity suite use), over the pod bound to ``node_name``, the claims, the slices (whose shape picks
+    v1.36 or v1.37) and the other pods (a claim they share changes the answer). Empty when the rule has no
+    single answer (a mapped claim shared by several pods): then the scheduler writes nothing.
+    """
+    meta = obj["metadata"]
+    bound = {**obj, "spec": {**obj["spec"], "nodeName": node_name},
+             "status": {**(obj.get("status") or {}), "phase": "Running"}}
+    loaded = Loaded()
+    load_items([*slices, *claims, *pods, bound], "the demo scheduler", loaded)  # the bound pod last: it wins
+    state = loaded.state
+    pod_view = state.pods[(meta["namespace"], meta["name"])]
+    return planned_statuses(pod_view, state, state.api, Flags().numa_attributes) or []
 
 
 def _claim_name(obj: Mapping[str, Any], entry: Mapping[str, Any]) -> str | None:
@@ -579,8 +564,11 @@ def bind(
     slices: Iterable[Mapping[str, Any]],
     started: str,
     zones: Sequence[int] = (0, 1),
+    *,
+    pods: Iterable[Mapping[str, Any]] = (),
 ) -> Binding | None:
-    """Allocate the pod's unallocated claims on ``node_name``, reserve them all for it, and describe its status.
+    """Allocate the pod's unallocated claims on ``node_name``, reserve them all for it, and describe its status
+    (what it charged: :func:`scheduler_statuses`, given the other ``pods``).
 
     None when a claim does not fit there (or is allocated on another node).
     """
@@ -608,7 +596,7 @@ def bind(
         updates[name] = status
         everything[name] = {**current, "status": status}
     pod_status = running_status(obj, node_name, started)
-    statuses = _claim_statuses(obj, everything)
+    statuses = scheduler_statuses(obj, node_name, everything.values(), slices, pods) if updates else []
     if statuses:
         pod_status["nodeAllocatableResourceClaimStatuses"] = statuses
     return Binding(node_name, updates, pod_status)
@@ -623,10 +611,11 @@ def _bound(
     *,
     scheduler_status: bool = True,
     zones: Sequence[int] = (0, 1),
+    pods: Iterable[Mapping[str, Any]] = (),
 ) -> list[dict[str, Any]]:
     """The pod bound to ``node_name``, with its claims allocated and reserved; returns the changed claims."""
     started = obj["metadata"]["creationTimestamp"]
-    binding = bind(obj, node_name, claims, slices, started, zones)
+    binding = bind(obj, node_name, claims, slices, started, zones, pods=pods)
     assert binding is not None, f"the demo cluster does not fit {obj['metadata']['name']} on {node_name}"
     obj["spec"]["nodeName"] = node_name
     if not scheduler_status:
@@ -689,10 +678,10 @@ def build_cluster(now: datetime.datetime) -> list[dict[str, Any]]:
     placed = [(trainer, "worker-1", (0, 1)), (frontend_1, "worker-1", (0, 1)), (inference, "worker-2", (1, 0)),
               (database, "worker-2", (0, 1)), (frontend_3, "worker-3", (0, 1))]
     for obj, name, zones in placed:
+        _bound(obj, name, claims, slices, now, zones=zones, pods=pods)
         pods.append(obj)
-        _bound(obj, name, claims, slices, now, zones=zones)
+    _bound(legacy, "worker-3", claims, slices, now, scheduler_status=False, zones=(1, 0), pods=pods)
     pods.append(legacy)
-    _bound(legacy, "worker-3", claims, slices, now, scheduler_status=False, zones=(1, 0))
 
     # new claim pods, admitted with the gate while the operator was down
     notebook = pod("ml", "notebook-a", [Box("jupyter", "1", "4Gi", ("gpu",))], now,

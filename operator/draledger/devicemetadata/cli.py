@@ -22,6 +22,10 @@ from draledger.devicemetadata.model import ClaimMetadata, DeviceMetadata
 from draledger.devicemetadata.reading import ClaimSelector, read_metadata, read_metadata_file
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
+EXIT_CODES = """exit codes:
+  0  the metadata is complete and valid
+  1  it is missing or invalid
+  2  usage error"""
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,21 +34,34 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "metadata",
         help="read DRA device metadata files (KEP-5304) inside a container",
         description="Read the DRA device metadata files that DRA drivers mount into containers.",
+        epilog=EXIT_CODES,
     )
     commands = parser.add_subparsers(dest="metadata_command", metavar="{show,validate}", required=True)
 
-    show = commands.add_parser("show", help="show the merged metadata of a claim (and request)")
+    show = commands.add_parser(
+        "show",
+        help="show the merged metadata of a claim (and request)",
+        description="Show the merged device metadata of a claim (and request) mounted in this container: "
+        "exit 0 when complete and valid, 1 when missing or invalid.",
+        epilog=EXIT_CODES,
+    )
     show.add_argument("--root", type=Path, default=None, help=f"metadata root (default {model.DEFAULT_ROOT})")
     which = show.add_mutually_exclusive_group(required=True)
     which.add_argument("--claim", metavar="NAME", help="a directly referenced ResourceClaim's name")
     which.add_argument("--template", metavar="NAME", help="the pod's claim name of a template claim")
     show.add_argument("--request", metavar="R", help="the (base) request name; default: every request")
-    show.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    show.add_argument("-o", "--output", choices=("table", "json"), default="table",
+                      help="table for people; json: the merged requests with their devices and typed attributes")
     show.add_argument("--max-bytes", type=int, default=model.DEFAULT_MAX_BYTES, help=argparse.SUPPRESS)
     show.set_defaults(func=run_show)
 
-    validate = commands.add_parser("validate", help="check one metadata file (exit 0 valid, 1 not)")
-    validate.add_argument("file", type=Path)
+    validate = commands.add_parser(
+        "validate",
+        help="check one metadata file (exit 0 valid, 1 not)",
+        description="Check one DRA device metadata file: exit 0 when it is valid, 1 when it is not.",
+        epilog=EXIT_CODES,
+    )
+    validate.add_argument("file", type=Path, help="the metadata file to check")
     validate.add_argument("--max-bytes", type=int, default=model.DEFAULT_MAX_BYTES, help=argparse.SUPPRESS)
     validate.set_defaults(func=run_validate)
 

@@ -13,6 +13,7 @@ from typing import Any, cast
 import kopf
 
 from draledger.core.ledgers import GROUP, PLURAL, VERSION
+from draledger.operator.config import OperatorConfig
 from draledger.operator.gating import GatingWebhookServer, register_webhook
 from draledger.operator.runtime import Runtime
 
@@ -22,6 +23,23 @@ WATCHED = (
     ("resourceslices", ("resource.k8s.io", "v1", "resourceslices")),
     ("resourceclaims", ("resource.k8s.io", "v1", "resourceclaims")),
 )
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"  # terminal pods hold nothing
+
+
+def list_params(config: OperatorConfig) -> dict[str, dict[str, str]]:
+    """Each watched kind's selectors as LIST parameters: Kopf's streams and the priming LIST see the same objects."""
+    params: dict[str, dict[str, str]] = {kind: {} for kind, _ in WATCHED}
+    params["pods"]["fieldSelector"] = POD_FIELD_SELECTOR
+    if config.node_selector:
+        params["nodes"]["labelSelector"] = config.node_selector
+    return params
+
+
+def collection_path(selector: tuple[str, ...]) -> str:
+    """The API path of a watched kind's collection: ``("v1", "pods")`` -> ``/api/v1/pods``."""
+    *group_version, plural = selector
+    root = "/api" if len(group_version) == 1 else "/apis"
+    return "/".join((root, *group_version, plural))
 
 
 def register(
@@ -90,9 +108,12 @@ def settings_for(runtime: Runtime) -> kopf.OperatorSettings:
     settings.watching.connect_timeout = 10
     settings.watching.reconnect_backoff = 0.5
     settings.networking.error_backoffs = InfiniteBackoffs()
-    settings.watching.field_selectors["v1", "pods"] = "status.phase!=Succeeded,status.phase!=Failed"
-    if config.node_selector:
-        settings.watching.label_selectors["v1", "nodes"] = config.node_selector
+    params = list_params(config)
+    for kind, selector in WATCHED:
+        if "fieldSelector" in params[kind]:
+            settings.watching.field_selectors[selector] = params[kind]["fieldSelector"]
+        if "labelSelector" in params[kind]:
+            settings.watching.label_selectors[selector] = params[kind]["labelSelector"]
     if config.webhook:
         cert_dir = config.webhook_cert_dir.rstrip("/")
         settings.admission.server = GatingWebhookServer(

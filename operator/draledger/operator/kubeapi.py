@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -144,11 +144,12 @@ class KubeApi:
         what: str = "",
         reply: bool = True,
         attempts: int | None = None,
+        decode: Callable[[bytes], Any] | None = None,
     ) -> Any:
-        """The decoded response body; None for ``reply=False`` (a write whose answer nobody reads is not
-        decoded: a ledger's is kilobytes, and the watch brings the object anyway). ``attempts`` overrides the
-        client's number of retries for this call (the writer retries per node itself, so one node's trouble
-        never holds a slot for long)."""
+        """The decoded response body (by ``decode`` when given, else ``json.loads``); None for ``reply=False``
+        (a write whose answer nobody reads is not decoded: a ledger's is kilobytes, and the watch brings the
+        object anyway). ``attempts`` overrides the client's number of retries for this call (the writer
+        retries per node itself, so one node's trouble never holds a slot for long)."""
         what = what or f"{method} {path}"
         delays = backoffs(attempts=self._attempts if attempts is None else attempts)
         if method in ("POST", "PUT", "PATCH"):
@@ -168,6 +169,8 @@ class KubeApi:
                     if response.status < 400 and not reply:
                         await response.read()
                         return None
+                    if response.status < 400 and decode is not None:
+                        return decode(await response.read())
                     text = await response.text()
                     if response.status < 400:
                         return json.loads(text) if text else None
@@ -207,6 +210,22 @@ class KubeApi:
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return items
+            query = {**query, "continue": token}
+
+    async def list_pages(
+        self, path: str, decode: Callable[[bytes], Any], *, limit: int = 500, attempts: int | None = None,
+        **params: str,
+    ) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
+        """A paginated LIST, one decoded page at a time, each with the list's resourceVersion (a continued
+        list keeps the first page's): the caller never holds more than one page of a large collection."""
+        query = {"limit": str(limit), **params}
+        while True:
+            page = await self.request("GET", path, params=query, decode=decode, attempts=attempts)
+            metadata = page.get("metadata") or {}
+            yield page.get("items") or [], str(metadata.get("resourceVersion") or "")
+            token = metadata.get("continue")
+            if not token:
+                return
             query = {**query, "continue": token}
 
     async def create(self, path: str, body: dict[str, Any], *, attempts: int | None = None) -> Any:

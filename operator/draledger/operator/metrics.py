@@ -122,6 +122,12 @@ class Metrics:
             "draledger_gate_releases", "Gates removed (pods released to the scheduler)", registry=r
         )
         self.frozen = Gauge("draledger_frozen", "1 when admission of new claim pods is frozen cluster-wide", registry=r)
+        self.leader = Gauge(
+            "draledger_leader",
+            "1 on the replica that writes: the holder of the leader Lease (or any replica without leader election)",
+            registry=r,
+        )
+        self.leader.set_function(lambda: 1.0)  # until an elector says otherwise (Operator)
         for phase in PHASES:
             self.ledgers.labels(phase).set(0)
         # (gauge, label values) -> that child's bound ``set``: a ledger write sets about twenty series.

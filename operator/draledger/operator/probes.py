@@ -1,4 +1,7 @@
-"""The HTTP endpoints: ``/metrics`` (Prometheus), ``/healthz`` (liveness) and ``/readyz`` (rebuilt)."""
+"""The HTTP endpoints: ``/metrics`` (Prometheus), ``/healthz`` (liveness) and ``/readyz`` (rebuilt).
+
+With leader election, ``/readyz`` also names this replica's role (``ready: leader``, ``ready: standby``): a
+warm standby is Ready, since it serves the webhook and can take over without a rebuild."""
 
 from __future__ import annotations
 
@@ -10,7 +13,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from draledger.operator.metrics import Metrics
 
 
-def application(metrics: Metrics, alive: Callable[[], bool], ready: Callable[[], bool]) -> web.Application:
+def application(
+    metrics: Metrics, alive: Callable[[], bool], ready: Callable[[], bool], role: Callable[[], str] | None = None
+) -> web.Application:
     async def metrics_handler(_: web.Request) -> web.Response:
         body = generate_latest(metrics.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -19,7 +24,10 @@ def application(metrics: Metrics, alive: Callable[[], bool], ready: Callable[[],
         return web.Response(text="ok\n") if alive() else web.Response(status=500, text="writer stopped\n")
 
     async def readyz(_: web.Request) -> web.Response:
-        return web.Response(text="ready\n") if ready() else web.Response(status=503, text="rebuilding\n")
+        said = f": {role()}" if role is not None else ""
+        if ready():
+            return web.Response(text=f"ready{said}\n")
+        return web.Response(status=503, text=f"rebuilding{said}\n")
 
     app = web.Application()
     app.router.add_get("/metrics", metrics_handler)

@@ -13,10 +13,10 @@ from typing import Any
 import kopf
 import structlog
 
-from draledger.operator import handlers, probes
+from draledger.operator import handlers, priming, probes
 from draledger.operator.config import OperatorConfig
-from draledger.operator.connecting import CredentialsError, Source, credentials
-from draledger.operator.kubeapi import KubeApi
+from draledger.operator.connecting import Source, credentials
+from draledger.operator.electing import FencedApi, elector_for
 from draledger.operator.metrics import Metrics
 from draledger.operator.runtime import Runtime
 from draledger.operator.watching import HOOKS
@@ -30,10 +30,8 @@ def source_of(config: OperatorConfig) -> Source:
 
 
 def connection_info(config: OperatorConfig) -> kopf.ConnectionInfo:
-    try:
-        return credentials(source_of(config))
-    except CredentialsError as error:
-        raise SystemExit(f"error: {error}") from None
+    """The credentials to start with; a CredentialsError reaches the command line as its one line, exit 2."""
+    return credentials(source_of(config))
 
 
 class Operator:
@@ -49,8 +47,16 @@ class Operator:
         self.stop_flag: asyncio.Event | None = stop
         self.metrics = Metrics()
         self.runtime = Runtime(config, self.metrics, asyncio.get_running_loop().time)
-        self.api = KubeApi(connection_info(config), login=lambda: credentials(source_of(config)))
-        self.writer = Writer(self.runtime, self.api)
+        def login() -> kopf.ConnectionInfo:
+            return credentials(source_of(config))
+
+        # Leader election (operator.leadership): only the Lease holder writes; without it, always this one.
+        election = config.leader_election
+        self.elector = elector_for(election, connection_info(config), login, self.runtime.clock,
+                                   lambda _: self.runtime.wakeup.set())
+        self.api = FencedApi(connection_info(config), self.elector.write_window, login=login)
+        self.writer = Writer(self.runtime, self.api, leads=self.elector.leads if election.enabled else None)
+        self.metrics.leader.set_function(self.elector.leads)
         self.port = 0
         self._writer_task: asyncio.Task[Any] | None = None
         self.metrics.watch_mapping_ages(self._mapping_ages)
@@ -72,18 +78,23 @@ class Operator:
         while True:
             try:
                 await self.writer.load_stored()
-                await self.writer.mark_rebuilding()
+                await self.elector.decided.wait()  # leading from the start or not (leader election)
+                await self.writer.take_lead()  # a leader marks the stored ledgers Rebuilding; a standby waits
                 return
             except Exception as error:  # the API may not be up yet: keep trying, never exit
                 log.warning("cannot read stored ledgers yet; retrying", error=str(error))
                 await asyncio.sleep(2.0)
+
+    async def _prime(self) -> None:
+        await priming.prime(self.runtime, self.api, self.config)
 
     async def run(self) -> None:
         registry = kopf.OperatorRegistry()
         first = self.api._info
         logins = iter([first])  # the credentials already loaded serve the first login; later ones load afresh
         handlers.register(registry, self.runtime, lambda: next(logins, None) or credentials(source_of(self.config)))
-        app = probes.application(self.metrics, self.alive, self.runtime.rebuilt.is_set)
+        role = (lambda: self.elector.role) if self.config.leader_election.enabled else None
+        app = probes.application(self.metrics, self.alive, self.runtime.rebuilt.is_set, role)
         runner, self.port = await probes.serve(app, self.config.metrics_host, self.config.metrics_port)
         log.info(
             "draledger operator starting",
@@ -91,12 +102,15 @@ class Operator:
             pod_status=self.config.pod_status,
             node_selector=self.config.node_selector or "<all>",
         )
-        tasks: list[asyncio.Task[Any]] = []
+        tasks: list[asyncio.Task[Any]] = [asyncio.create_task(self.elector.run(), name="draledger-elector")]
         try:
             with HOOKS.observing(self.runtime):
+                # The objects are read while the stored ledgers are marked Rebuilding and while Kopf starts: its
+                # webhook gates the pods created meanwhile, its watches wait for the priming (operator.priming).
+                tasks.append(asyncio.create_task(self._prime(), name="draledger-priming"))
                 await self._start_writing()
                 self._writer_task = asyncio.create_task(self.writer.run(), name="draledger-writer")
-                tasks = [
+                tasks += [
                     self._writer_task,
                     asyncio.create_task(self._freshness(), name="draledger-freshness"),
                 ]
@@ -113,6 +127,7 @@ class Operator:
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            await self.elector.stop()  # the writer is stopped: give the Lease up for the standby
             await runner.cleanup()
             await self.api.close()
 

@@ -175,6 +175,8 @@ class Runtime:
         self.shape_seen = ""  # "v1.36" | "v1.37": what the server speaks, from pod statuses and slices
         self.rejected: dict[str, tuple[RejectedSlice, frozenset[str]]] = {}  # slice -> refusal, its nodes
         self.floors: dict[str, RejectedSlice] = {}  # refusals read back from the stored ledgers
+        self.primed: dict[str, str] = {}  # kind -> resourceVersion of our own LIST (operator.priming)
+        self.priming_done = asyncio.Event()
 
     # ----- dirtiness -----
     def mark(self, nodes: Iterable[str]) -> None:
@@ -428,16 +430,27 @@ class Runtime:
             return
         if self._listed[kind]:  # a relist: forget what vanished during the gap
             self.metrics.watch_restarts.labels(kind).inc()
-            uids = self._uids[kind]
-            gone = [uid for uid in uids if uid not in listed]
-            if gone:  # a name deleted and created again during the gap lives on under its new uid: keep it
-                kept = {uids[uid] for uid in listed if uid in uids}
-                for uid in gone:
-                    key = uids.pop(uid)
-                    if key not in kept:
-                        self.mark(self._forget(kind, key))
+            self.forget_unlisted(kind, listed)
         self._listed[kind] = True
         self._check_rebuilt()
+
+    def forget_unlisted(self, kind: str, listed: set[str]) -> None:
+        """A complete list of ``kind`` holds the uids ``listed``: forget every other object of that kind."""
+        uids = self._uids[kind]
+        gone = [uid for uid in uids if uid not in listed]
+        if gone:  # a name deleted and created again during the gap lives on under its new uid: keep it
+            kept = {uids[uid] for uid in listed if uid in uids}
+            for uid in gone:
+                key = uids.pop(uid)
+                if key not in kept:
+                    self.mark(self._forget(kind, key))
+
+    async def resume_from(self, kind: str) -> str | None:
+        """The resourceVersion Kopf's watch of ``kind`` starts from instead of its first LIST (taken once); for
+        the four kinds, once the priming is over (Kopf runs meanwhile: its webhook must gate new pods)."""
+        if kind in self._listed:
+            await self.priming_done.wait()
+        return self.primed.pop(kind, None)
 
     def contact(self, kind: str) -> None:
         if kind in self.health:

@@ -10,6 +10,9 @@ watching layer, pinned to kopf==1.45.2 (a test fails loudly if they move):
 * ``watching.watch_objs``: an ``ERROR`` event or an exception marks the stream broken.
 * ``api.request``: a successful LIST or WATCH request for a resource is contact with the server; with a
   server-side watch timeout, a healthy but quiet stream makes contact every ``watch_timeout`` seconds.
+* ``fetching.fetch_objs``: a kind the operator has already listed itself (``draledger.operator.priming``)
+  answers Kopf's first listing with no objects and that list's resourceVersion, so the watch resumes from
+  there instead of listing everything again. Kopf's later listings (after a 410 Gone) are real ones.
 
 A stream is *reconnecting* from the moment its watch ends (a timeout, an error, a dropped connection) or a
 LIST or WATCH request for it starts, until that request succeeds. Kopf retries a failing request inside one
@@ -17,20 +20,30 @@ call (5xx, refused connections: its error backoffs, for ever), so nothing else w
 down while it retries; the runtime holds releases while any stream has been reconnecting for longer than
 an ordinary renewal of its request takes.
 
-Rules: the wrappers only observe; they never drop, reorder or alter an event. Observers are called
-synchronously and must be cheap.
+The ledgers' own stream is consumed here: each of its events goes to the observers' ``ledger_event`` at the
+stream and not on to Kopf's per-event processing (causes, memories, loggers, handler invocation). Every status
+write of the operator comes back as one such event, about one per pod event at a steady pace, and Kopf's
+processing of it cost about as much as the pod event's own (docs/performance.md). Kopf still lists, watches,
+reconnects and relists the ledgers; its registered ledger handler sees only what no observer took.
+
+Rules: the wrappers only observe; they never drop, reorder or alter an event of the four kinds (the one
+exception, the first listing of a primed kind, is empty because its objects are already in the state).
+Observers are called synchronously and must be cheap.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import structlog
 from kopf._cogs.clients import api as kopf_api
+from kopf._cogs.clients import fetching as kopf_fetching
 from kopf._cogs.clients import watching as kopf_watching
 
+log = structlog.get_logger("draledger")
 KINDS = ("nodes", "pods", "resourceslices", "resourceclaims")
 LEDGERS_KIND = "nodeallocatableledgers"
 
@@ -41,6 +54,8 @@ class Observer(Protocol):
     def contact(self, kind: str) -> None: ...
     def connecting(self, kind: str) -> None: ...
     def broken(self, kind: str, reason: str) -> None: ...
+    async def resume_from(self, kind: str) -> str | None: ...
+    def ledger_event(self, event_type: str | None, body: Mapping[str, Any]) -> None: ...
 
 
 def kind_of_url(url: str) -> str | None:
@@ -62,16 +77,36 @@ class Hooks:
         for observer in list(self.observers):
             getattr(observer, method)(*args)
 
+    async def _resume_from(self, kind: str) -> str | None:
+        """The resourceVersion an observer has listed ``kind`` at (taken once), or None: Kopf lists."""
+        for observer in list(self.observers):
+            version = await observer.resume_from(kind)
+            if version is not None:
+                return version
+        return None
+
+    def _take_ledger(self, event: Mapping[str, Any]) -> bool:
+        """Give a ledger event to the observers; whether there was one to take it (else Kopf's handler does)."""
+        observers = list(self.observers)
+        for observer in observers:
+            try:
+                observer.ledger_event(event.get("type"), event.get("object") or {})
+            except Exception:  # a bug here must not end the stream
+                log.exception("ledger event not applied")
+        return bool(observers)
+
     def install(self) -> None:
         if self.installed:
             return
         original_infinite = kopf_watching.infinite_watch
+        original_fetch = kopf_fetching.fetch_objs
         original_watch = kopf_watching.watch_objs
         original_request = kopf_api.request
         hooks = self
 
         async def infinite_watch(*, resource: Any, **kwargs: Any) -> AsyncIterator[Any]:
             kind = resource.plural
+            ledgers = kind == LEDGERS_KIND
             async for event in original_infinite(resource=resource, **kwargs):
                 if event is kopf_watching.Bookmark.LISTED:
                     hooks._each("listing_done", kind)
@@ -81,6 +116,8 @@ class Hooks:
                         hooks._each("listed_object", kind, uid)
                     else:
                         hooks._each("contact", kind)
+                    if ledgers and hooks._take_ledger(event):
+                        continue
                 yield event
 
         async def watch_objs(*, resource: Any, **kwargs: Any) -> AsyncIterator[Any]:
@@ -113,7 +150,16 @@ class Hooks:
                 hooks._each("contact", kind)
             return response
 
+        async def fetch_objs(*, resource: Any, **kwargs: Any) -> AsyncIterator[tuple[Any, str]]:
+            version = await hooks._resume_from(resource.plural)
+            if version is not None:  # primed: the watch starts where our own LIST ended
+                yield [], version
+                return
+            async for chunk in original_fetch(resource=resource, **kwargs):
+                yield chunk
+
         kopf_watching.infinite_watch = infinite_watch
+        kopf_fetching.fetch_objs = fetch_objs
         kopf_watching.watch_objs = watch_objs
         kopf_api.request = request
         self.installed = True

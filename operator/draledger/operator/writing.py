@@ -19,6 +19,10 @@ Rules:
 6. A ledger is created only for a Node that exists now, with that Node's uid as its owner. A create
    answered 409 reads the ledger back; if there is none, the create failed and is tried again.
 7. Until the rebuild is complete nothing is computed or written, except marking stored ledgers Rebuilding.
+8. With leader election, a standby writes nothing (no ledger, release, backfill or Event): it keeps its dirty
+   set, and what is stored is read back from the ledger watch as always (runtime rule 5). On taking over it
+   plans every node against those stored versions: no write where nothing changed, and no Rebuilding mark
+   unless its own state is not rebuilt yet (draledger.operator.leadership).
 """
 
 from __future__ import annotations
@@ -71,11 +75,18 @@ class Plan:
 
 class Writer:
     def __init__(
-        self, runtime: Runtime, api: KubeApi, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+        self,
+        runtime: Runtime,
+        api: KubeApi,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        leads: Callable[[], bool] | None = None,
     ) -> None:
+        """``leads``: whether this replica holds the leader Lease now (None: no election, it always writes)."""
         self.runtime = runtime
         self.api = api
         self.sleep = sleep
+        self.leads = leads or (lambda: True)
+        self.leading = False  # as of the last look: the first look that finds this replica leading takes over
         self.backfill = Backfill(runtime, api)
         self.releaser = Releaser(runtime, api)
         self.inflight: dict[str, asyncio.Task[None]] = {}
@@ -119,6 +130,8 @@ class Writer:
             await self._wait()
             runtime.wakeup.clear()
             await self.sleep(pause)
+            if not await self.take_lead():
+                continue  # a standby: the dirty set waits for a takeover (rule 8)
             if runtime.rebuilt.is_set():  # until then keep the dirty set: it is written once rebuilt
                 started = runtime.clock()
                 for node in self._due(started):
@@ -135,6 +148,20 @@ class Writer:
                     await self.releaser.release_pass()
                 except Exception:
                     log.exception("gate release pass failed; will retry")
+
+    async def take_lead(self) -> bool:
+        """Whether this replica writes now. Taking over (at start, too, without leader election): stored
+        ledgers are marked Rebuilding if the state is not complete yet, and every node is planned (rule 8)."""
+        runtime = self.runtime
+        leading = self.leads()
+        if leading and not self.leading:
+            self.failures.clear()  # backoffs earned as a standby or a lost leader say nothing now
+            self.retry_at.clear()
+            if not runtime.rebuilt.is_set():
+                await self.mark_rebuilding()
+            runtime.mark_all()
+        self.leading = leading
+        return leading
 
     async def _wait(self) -> None:
         """Until something is marked, or the earliest backoff of a dirty node is over."""

@@ -411,8 +411,12 @@ class ControlPlane:
         return args
 
     def _component_healthy(self, stem: str) -> Callable[[], bool]:
+        """Healthy; for kube-controller-manager, with its controllers started too: its /healthz answers ok with
+        only ``ping`` until they have registered their checks (a test right after the start would miss them)."""
         def healthy() -> bool:
             try:
+                if stem == "controller-manager":
+                    return "[+]resourceclaim-controller ok" in self._component_get(stem, "/healthz?verbose")
                 return "ok" == self._component_get(stem, "/healthz")
             except urllib.error.HTTPError:
                 return False

@@ -52,9 +52,9 @@ class Operator:
 
         # Leader election (operator.leadership): only the Lease holder writes; without it, always this one.
         election = config.leader_election
-        self.elector = elector_for(election, connection_info(config), login, self.runtime.clock,
-                                   lambda _: self.runtime.wakeup.set())
-        self.api = FencedApi(connection_info(config), self.elector.write_window, login=login)
+        info = connection_info(config)  # once: an exec plugin runs once at the start, for every client
+        self.elector = elector_for(election, info, login, self.runtime.clock, lambda _: self.runtime.wakeup.set())
+        self.api = FencedApi(info, self.elector.write_window, login=login)
         self.writer = Writer(self.runtime, self.api, leads=self.elector.leads if election.enabled else None)
         self.metrics.leader.set_function(self.elector.leads)
         self.port = 0

@@ -47,8 +47,9 @@ class Operator:
         self.stop_flag: asyncio.Event | None = stop
         self.metrics = Metrics()
         self.runtime = Runtime(config, self.metrics, asyncio.get_running_loop().time)
-        def login() -> kopf.ConnectionInfo:
-            return credentials(source_of(config))
+
+        def login() -> kopf.ConnectionInfo:  # fresh credentials, after a 401
+            return connection_info(config)
 
         # Leader election (operator.leadership): only the Lease holder writes; without it, always this one.
         election = config.leader_election
@@ -92,7 +93,7 @@ class Operator:
         registry = kopf.OperatorRegistry()
         first = self.api._info
         logins = iter([first])  # the credentials already loaded serve the first login; later ones load afresh
-        handlers.register(registry, self.runtime, lambda: next(logins, None) or credentials(source_of(self.config)))
+        handlers.register(registry, self.runtime, lambda: next(logins, None) or connection_info(self.config))
         role = (lambda: self.elector.role) if self.config.leader_election.enabled else None
         app = probes.application(self.metrics, self.alive, self.runtime.rebuilt.is_set, role)
         runner, self.port = await probes.serve(app, self.config.metrics_host, self.config.metrics_port)

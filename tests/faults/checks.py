@@ -86,6 +86,7 @@ class State:
         self.frozen = frozen
         self._loaded: Loaded | None = None
         self._phases: dict[str, str] = {}
+        self._why: dict[str, str] = {}
 
     def of(self, plural: str) -> list[dict[str, Any]]:
         return [obj for (p, _, _), obj in self.objects.items() if p == plural]
@@ -100,7 +101,14 @@ class State:
                 load_items([obj for (p, _, _), obj in self.objects.items() if p in INPUTS], "timeline", self._loaded)
             ledger = self._loaded.state.ledger(node, Flags(frozen=self.frozen.get(node, False)))
             self._phases[node] = ledger.phase if ledger is not None else "Gone"
+            self._why[node] = "; ".join(f"{c.type}: {c.message}" for c in ledger.conditions
+                                        if c.status == "False") if ledger is not None else ""
         return self._phases[node]
+
+    def why(self, node: str) -> str:
+        """The phase of the node's ledger with the conditions that make it so (for failure messages)."""
+        phase = self.phase(node)
+        return f"{phase} ({self._why[node]})" if phase not in ("Ready", "Gone") and self._why[node] else phase
 
     def resolved(self, result: Mapping[str, Any]) -> bool:
         """Independently of the operator: the device is in the newest generation of a complete pool."""
@@ -124,7 +132,7 @@ class State:
     def explain(self, pod: Mapping[str, Any]) -> str:
         """Why :meth:`unsafe` says what it says (for failure messages)."""
         names, held = self._placement(pod)
-        phases = ", ".join(f"{n}={self.phase(n)}" for n in sorted(names))
+        phases = ", ".join(f"{n}={self.why(n)}" for n in sorted(names))
         return f"may go to [{phases}]" + (f"; held: {'; '.join(held)}" if held else "")
 
     def _placement(self, pod: Mapping[str, Any]) -> tuple[set[str], list[str]]:

@@ -48,38 +48,57 @@ class TestStreamHealth:
         """A stream that ended, or whose request is under way, reconnects from the first mark until contact."""
         health = StreamHealth()
         health.contact(1.0)
+        assert not health.reconnecting
         health.connecting(2.0)
         health.connecting(3.0)
-        assert (False, True) == (health.reconnecting(2.2, 0.25), health.reconnecting(2.25, 0.25))
+        assert (True, 2.0) == (health.reconnecting, health.connecting_since)
         health.contact(4.0)
-        assert not health.reconnecting(9.0, 0.25)
+        assert not health.reconnecting
 
 
 class TestRuntime:
-    def test_a_stream_down_longer_than_a_renewal_is_unhealthy(self) -> None:
-        """No freshness window to wait out: past RECONNECT_GRACE, a stream being re-established holds releases."""
+    def test_a_stream_being_renewed_holds_releases_until_answered(self) -> None:
+        """No grace and no freshness window to wait out: while a stream is being re-established, even for an
+        ordinary renewal, the changes made meanwhile have not arrived, so releases wait for the answer."""
         clock = Clock()
         runtime = Runtime(OperatorConfig(freshness_window=60), Metrics(), clock)
         for kind in ("nodes", "pods", "resourceslices", "resourceclaims", "nodeallocatableledgers"):
             runtime.contact(kind)
+        assert "" == runtime.streams_unhealthy()
         runtime.connecting("nodes")
-        assert "" == runtime.streams_unhealthy()  # an ordinary renewal of the watch request
-        clock.now += RECONNECT_GRACE
         assert "the nodes watch is reconnecting" == runtime.streams_unhealthy()
+        clock.now += 0.001
         runtime.contact("nodes")
         assert "" == runtime.streams_unhealthy()
 
-    def test_contact_after_a_long_reconnection_wakes_the_releases(self) -> None:
-        """Pods held while a stream was down are looked at again when it is back, not a second later."""
+    def test_a_renewal_is_quiet_until_it_lasts_the_grace(self) -> None:
+        """A renewal shorter than RECONNECT_GRACE holds releases without a reason to report (no Event per
+        renewal); a longer one, a broken stream or a relist is a reason."""
+        clock = Clock()
+        runtime = Runtime(OperatorConfig(freshness_window=60), Metrics(), clock)
+        for kind in ("nodes", "pods", "resourceslices", "resourceclaims", "nodeallocatableledgers"):
+            runtime.contact(kind)
+        assert not runtime.renewing()  # nothing to wait for
+        runtime.connecting("pods")
+        assert runtime.renewing()
+        clock.now += RECONNECT_GRACE
+        assert not runtime.renewing()
+        runtime.contact("pods")
+        runtime.connecting("pods")
+        runtime.broken("nodes", "request answered 503")
+        assert not runtime.renewing()
+
+    def test_contact_after_a_reconnection_wakes_the_releases(self) -> None:
+        """Pods held while a stream was down are looked at again when it is back, not a second later; with
+        no pod held, a renewal wakes nothing."""
         clock = Clock()
         runtime = Runtime(OperatorConfig(), Metrics(), clock)
         runtime.contact("nodes")
+        runtime.connecting("nodes")
+        runtime.contact("nodes")
+        assert not runtime.wakeup.is_set()
         runtime.gated.add(("t", "g"))
         runtime.connecting("nodes")
-        runtime.contact("nodes")  # a renewal: nothing was held for it
-        assert not runtime.wakeup.is_set()
-        runtime.connecting("nodes")
-        clock.now += RECONNECT_GRACE
         runtime.contact("pods")
         assert not runtime.wakeup.is_set()
         runtime.contact("nodes")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import aiohttp
+import pytest
 from prometheus_client import generate_latest
 
 from draledger.operator import watching
@@ -139,7 +141,40 @@ class TestHooks:
         assert watching.kopf_watching.infinite_watch.__module__ == "draledger.operator.watching"
         assert watching.kopf_watching.watch_objs.__module__ == "draledger.operator.watching"
         assert watching.kopf_api.request.__module__ == "draledger.operator.watching"
+        assert watching.kopf_errors.check_response.__module__ == "draledger.operator.watching"
         assert watching.kopf_watching.Bookmark.LISTED is not None
+
+    async def test_an_attempt_answered_with_an_error_breaks_its_stream_at_once(self) -> None:
+        """Kopf retries a failing LIST or WATCH inside one request; its first error answer holds releases now,
+        not after the reconnection grace (a change made while the renewal fails would go unseen)."""
+
+        class Answer:
+            def __init__(self, method: str, url: str, status: int) -> None:
+                self.method, self.url, self.status, self.headers = method, url, status, {}
+
+            async def json(self) -> dict[str, Any]:
+                return {"kind": "Status", "code": self.status, "message": "injected"}
+
+            def raise_for_status(self) -> None:
+                if self.status >= 400:
+                    raise aiohttp.ClientResponseError(None, (), status=self.status, message="injected")  # type: ignore[arg-type]
+
+        rt, _ = runtime()
+        for kind in (*KIND.values(), watching.LEDGERS_KIND):
+            rt.contact(kind)
+        rt.rebuilt.set()
+        assert "" == rt.streams_unhealthy()
+        with watching.HOOKS.observing(rt):
+            await watching.kopf_errors.check_response(Answer("GET", "http://h/api/v1/pods?watch=true", 200))
+            assert "" == rt.streams_unhealthy()
+            with pytest.raises(watching.kopf_errors.APIServerError):
+                await watching.kopf_errors.check_response(Answer("PATCH", "http://h/api/v1/pods", 503))
+            assert "" == rt.streams_unhealthy()  # not a stream's request
+            with pytest.raises(watching.kopf_errors.APIServerError, match="injected"):  # still raised
+                await watching.kopf_errors.check_response(Answer("GET", "http://h/api/v1/pods?watch=true", 503))
+        assert "the pods watch is broken (request answered 503)" == rt.streams_unhealthy()
+        rt.contact("pods")  # the retry succeeded
+        assert "" == rt.streams_unhealthy()
 
     def test_urls_map_to_kinds(self) -> None:
         """List and watch URLs name their kind; single-object URLs do not."""

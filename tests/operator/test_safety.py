@@ -18,7 +18,7 @@ from draledger.demo.emulator import ClusterEmulator, serve_emulator
 from draledger.operator.config import OperatorConfig
 from draledger.operator.kubeapi import ApiError, NotFound
 from draledger.operator.metrics import Metrics
-from draledger.operator.runtime import Runtime, Stored
+from draledger.operator.runtime import RECONNECT_GRACE, Runtime, Stored
 from draledger.operator.writing import Writer
 from tests.integration.harness import (
     LEDGERS,
@@ -211,6 +211,25 @@ class TestReleaseNeedsEvidence:
         runtime.contact(kind)
         await writer.releaser.release_pass()
         assert 1 == len(api.released())
+
+    async def test_a_renewal_holds_releases_quietly_and_its_answer_lets_them_go(self) -> None:
+        """A stream being renewed, however briefly, lacks the changes made meanwhile: nothing is released,
+        and nothing is said (no Event, no WatchUnhealthy count) for an ordinary renewal; one that lasts the
+        grace is reported."""
+        runtime, clock = loaded([*case_items("v08"), gated_pod("g"), gated_pod("h")])
+        api = FakeApi()
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        runtime.connecting("nodeallocatableledgers")
+        await writer.releaser.release_pass()
+        assert ([], [], True) == (api.released(), api.calls, writer.releaser.retry_soon)
+        assert runtime.metrics.gated.labels("WatchUnhealthy")._value.get() == 0
+        clock.now += RECONNECT_GRACE
+        await writer.releaser.release_pass()
+        assert [] == api.released()
+        assert 2 == runtime.metrics.gated.labels("WatchUnhealthy")._value.get()
+        runtime.contact("nodeallocatableledgers")
+        await writer.releaser.release_pass()
+        assert 2 == len(api.released())
 
     async def test_a_relist_under_way_holds_releases(self) -> None:
         """Between a relist's first object and its end, the stream's picture is incomplete: hold."""

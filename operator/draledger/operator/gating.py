@@ -7,7 +7,9 @@ Rules:
    pod go is made at release time, never at admission.
 2. Release removes only our gate and tightens node affinity in the same guarded JSON patch
    (accounting.release), decided from every node's standing computed now. A conflict (422) is retried on
-   the next pass with fresh state; a failing API is tried once more, never long: the pass goes on.
+   the next pass with fresh state; a failing API is tried once more, never long: the pass goes on. While
+   a watch request is being renewed (``Runtime.renewing``) the pass stops and decides nothing, so that
+   pods held for it get no Event; the stream's answer wakes the next pass.
 3. A pod held back gets an Event with the reason when the reason changes, and is counted by reason.
 """
 
@@ -130,8 +132,13 @@ class Releaser:
             if pod is None or GATE not in pod.scheduling_gates:
                 runtime.gated.discard(key)
                 continue
+            unhealthy = ""
             if rebuilt:
                 self.refresh()  # events may have arrived while the previous pod's patch was on the way
+                unhealthy = runtime.streams_unhealthy()
+                if unhealthy and runtime.renewing():  # an ordinary renewal: wait for it, deciding nothing
+                    self.retry_soon = True
+                    return
             decision = decide(
                 pod,
                 self.standing,
@@ -139,7 +146,7 @@ class Releaser:
                 rebuilt=rebuilt,
                 cluster_frozen=runtime.config.frozen,
                 numa_attributes=runtime.config.numa_attributes,
-                streams_unhealthy=runtime.streams_unhealthy() if rebuilt else "",
+                streams_unhealthy=unhealthy,
                 outside=runtime.outside,
             )
             if decision.release and decision.patch is not None:

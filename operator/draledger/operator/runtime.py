@@ -15,13 +15,17 @@ Rules:
    write shows there, and its own event, older than the write, is skipped).
 6. A ResourceSlice whose pool generation goes back is refused, and the refusal is kept per slice (and in
    the ledgers, which seed it again after a restart) until the driver publishes the generation again.
-7. Stream health is judged now: ``streams_unhealthy`` names any watch that is broken or relisting this
-   moment, reconnecting for longer than ``RECONNECT_GRACE`` (its stream ended and no new request has
-   succeeded: Kopf retries a failing one inside a single call), or silent for the freshness window; the gate
-   release asks it before every pass. A shorter reconnection is a watch request's ordinary renewal (every
-   ``--watch-timeout``): the server replays from the last resourceVersion, so it only delays events. A
-   stream that makes contact again after being held against wakes the writer, so that the pods held
-   meanwhile are looked at again at once.
+7. Stream health is judged now: ``streams_unhealthy`` names any watch that is broken, relisting or
+   reconnecting this moment (its stream ended and no new request has been answered yet: Kopf retries a
+   failing one inside a single call, and an attempt answered with an error breaks the stream at once,
+   ``watching``), or silent for the freshness window; the gate release asks it before every pass. Even an
+   ordinary renewal of a watch request (every ``--watch-timeout``) holds releases for its few milliseconds:
+   a change made while a stream is down arrives only with the next request, and a decision taken meanwhile
+   would rest on a picture that lacks it (the fault suite met it: a ledger frozen as its stream was cut, the
+   pod released 0.1 s later). Such a renewal is quiet (``renewing``): the release pass waits for it without
+   deciding anything, so no pod gets an Event for it; a reconnection that lasts ``RECONNECT_GRACE`` is no
+   renewal, and holds pods as ``WatchUnhealthy``. A stream that makes contact again after being held against
+   wakes the writer, so that the pods held meanwhile are looked at again at once.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from draledger.operator.selectors import parse_selector
 from draledger.operator.watching import KINDS, LEDGERS_KIND, StreamHealth
 
 log = structlog.get_logger("draledger")
-RECONNECT_GRACE = 0.25  # seconds a watch may take to renew its request before it counts as down (rule 7)
+RECONNECT_GRACE = 0.25  # seconds: a shorter reconnection is an ordinary renewal of a watch request (rule 7)
 VOLATILE = ("observedTime", "ledgerVersion", "mappingVersion")
 
 
@@ -455,7 +459,7 @@ class Runtime:
     def contact(self, kind: str) -> None:
         if kind in self.health:
             health, now = self.health[kind], self.clock()
-            if self.gated and (health.broken_since is not None or health.reconnecting(now, RECONNECT_GRACE)):
+            if self.gated and (health.broken_since is not None or health.reconnecting):
                 self.wakeup.set()  # releases held while this stream was down are tried again now
             health.contact(now)
 
@@ -499,6 +503,24 @@ class Runtime:
                 log.info("watch streams recovered; ledgers fresh again")
             self.mark_all()
 
+    def renewing(self) -> bool:
+        """Whether the only streams down are being renewed, each for less than ``RECONNECT_GRACE`` (rule 7)."""
+        now = self.clock()
+        window = self.config.freshness_window
+        renewing = False
+        for kind in (*KINDS, LEDGERS_KIND):
+            health = self.health[kind]
+            if kind in self._relisting or health.broken_since is not None:
+                return False
+            since = health.connecting_since
+            if since is not None:
+                if now - since >= RECONNECT_GRACE:
+                    return False
+                renewing = True
+            elif health.last_contact is None or now - health.last_contact > window:
+                return False
+        return renewing
+
     def streams_unhealthy(self) -> str:
         """Why a decision made now could rest on old data ("" when every stream is healthy this moment)."""
         now = self.clock()
@@ -510,7 +532,7 @@ class Runtime:
                 reasons.append(f"the {kind} watch is relisting")
             elif health.broken_since is not None:
                 reasons.append(f"the {kind} watch is broken ({health.broken_reason})")
-            elif health.reconnecting(now, RECONNECT_GRACE):
+            elif health.reconnecting:
                 reasons.append(f"the {kind} watch is reconnecting")
             elif health.last_contact is None or now - health.last_contact > window:
                 reasons.append(f"no recent contact with the {kind} watch")

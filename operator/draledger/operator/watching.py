@@ -10,6 +10,8 @@ watching layer, pinned to kopf==1.45.2 (a test fails loudly if they move):
 * ``watching.watch_objs``: an ``ERROR`` event or an exception marks the stream broken.
 * ``api.request``: a successful LIST or WATCH request for a resource is contact with the server; with a
   server-side watch timeout, a healthy but quiet stream makes contact every ``watch_timeout`` seconds.
+* ``errors.check_response``: an error answer to one attempt of a LIST or WATCH (Kopf retries inside one
+  ``api.request`` call, for ever) marks the stream broken at once, without waiting for the retries to end.
 * ``fetching.fetch_objs``: a kind the operator has already listed itself (``draledger.operator.priming``)
   answers Kopf's first listing with no objects and that list's resourceVersion, so the watch resumes from
   there instead of listing everything again. Kopf's later listings (after a 410 Gone) are real ones.
@@ -17,8 +19,8 @@ watching layer, pinned to kopf==1.45.2 (a test fails loudly if they move):
 A stream is *reconnecting* from the moment its watch ends (a timeout, an error, a dropped connection) or a
 LIST or WATCH request for it starts, until that request succeeds. Kopf retries a failing request inside one
 call (5xx, refused connections: its error backoffs, for ever), so nothing else would tell that the stream is
-down while it retries; the runtime holds releases while any stream has been reconnecting for longer than
-an ordinary renewal of its request takes.
+down while it retries; the runtime holds releases while any stream is reconnecting, and marks it broken at
+once when an attempt is answered with an error.
 
 The ledgers' own stream is consumed here: each of its events goes to the observers' ``ledger_event`` at the
 stream and not on to Kopf's per-event processing (causes, memories, loggers, handler invocation). Every status
@@ -40,6 +42,7 @@ from typing import Any, Protocol
 
 import structlog
 from kopf._cogs.clients import api as kopf_api
+from kopf._cogs.clients import errors as kopf_errors
 from kopf._cogs.clients import fetching as kopf_fetching
 from kopf._cogs.clients import watching as kopf_watching
 
@@ -102,6 +105,7 @@ class Hooks:
         original_fetch = kopf_fetching.fetch_objs
         original_watch = kopf_watching.watch_objs
         original_request = kopf_api.request
+        original_check = kopf_errors.check_response
         hooks = self
 
         async def infinite_watch(*, resource: Any, **kwargs: Any) -> AsyncIterator[Any]:
@@ -150,6 +154,15 @@ class Hooks:
                 hooks._each("contact", kind)
             return response
 
+        async def check_response(response: Any) -> None:
+            try:
+                await original_check(response)
+            except Exception:
+                kind = kind_of_url(str(getattr(response, "url", "")))
+                if kind and str(getattr(response, "method", "")).upper() == "GET":
+                    hooks._each("broken", kind, f"request answered {getattr(response, 'status', '?')}")
+                raise
+
         async def fetch_objs(*, resource: Any, **kwargs: Any) -> AsyncIterator[tuple[Any, str]]:
             version = await hooks._resume_from(resource.plural)
             if version is not None:  # primed: the watch starts where our own LIST ended
@@ -162,6 +175,7 @@ class Hooks:
         kopf_fetching.fetch_objs = fetch_objs
         kopf_watching.watch_objs = watch_objs
         kopf_api.request = request
+        kopf_errors.check_response = check_response
         self.installed = True
 
     @contextlib.contextmanager
@@ -197,9 +211,10 @@ class StreamHealth:
         if self.connecting_since is None:
             self.connecting_since = now
 
-    def reconnecting(self, now: float, grace: float) -> bool:
-        """Whether the stream has been down (ended, its new request not yet answered) for ``grace`` seconds."""
-        return self.connecting_since is not None and now - self.connecting_since >= grace
+    @property
+    def reconnecting(self) -> bool:
+        """Whether the stream is down now: it ended, and its new request has not been answered yet."""
+        return self.connecting_since is not None
 
     def broken(self, now: float, reason: str) -> None:
         if self.broken_since is None:

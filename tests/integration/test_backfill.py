@@ -127,7 +127,7 @@ class TestBackfill:
 
             emulator.store.patch = dropping  # type: ignore[method-assign]
             async with running(url) as operator:
-                await eventually(lambda: operator.runtime.backfill_disabled, what="gate-off detection")
+                await eventually(lambda: operator.writer.backfill.disabled, what="gate-off detection")
                 await eventually(
                     lambda: any(
                         c["type"] == "PodStatusBackfill" and c["reason"] == "ServerDropsField"

@@ -258,7 +258,7 @@ class TestStandbyWriter:
             await asyncio.sleep(0.05)  # an absence: a few passes of the loop, nothing to poll for
             assert [] == writes
             assert runtime.dirty, "the standby dropped its dirty set"
-            runtime.ledger_event("ADDED", {
+            writer.stored.ledger_event("ADDED", {
                 "metadata": {"name": "n1", "uid": "ledger-uid", "resourceVersion": "7"},
                 "status": {"ledgerVersion": 41, "mappingVersion": 5, "phase": "Ready"},
             })

@@ -61,24 +61,24 @@ class TestTheWrittenObjectsSpec:
     async def test_a_resume_seen_only_in_the_write_answer_unfreezes_the_node(self) -> None:
         """Frozen at rv 10, resumed at rv 11 (its event late), the status write at rv 12: the node is resumed."""
         runtime = rebuilt_runtime()
-        runtime.ledger_event("ADDED", ledger("10", True))
-        assert runtime.flags("n1").frozen
         writer = Writer(runtime, AnsweringApi({"frozen": False, "reason": "repairs"}))  # type: ignore[arg-type]
+        writer.stored.ledger_event("ADDED", ledger("10", True))
+        assert writer.flags("n1").frozen
         plan = writer.plan("n1", 0.0)
         assert plan is not None
         assert plan.body is not None
         runtime.dirty.clear()
         await writer.write_node("n1", plan)
         assert "n1" in runtime.dirty  # planned again: its ledger is no longer Frozen
-        runtime.ledger_event("MODIFIED", ledger("11", False))  # the resume's own event, after the write
-        assert not runtime.flags("n1").frozen
+        writer.stored.ledger_event("MODIFIED", ledger("11", False))  # the resume's own event, after the write
+        assert not writer.flags("n1").frozen
 
     async def test_a_freeze_seen_only_in_the_write_answer_freezes_the_node(self) -> None:
         """The other way round: a freeze stored just before the write holds the node from then on."""
         runtime = rebuilt_runtime()
-        runtime.ledger_event("ADDED", ledger("10", False))
         writer = Writer(runtime, AnsweringApi({"frozen": True, "reason": "repairs"}))  # type: ignore[arg-type]
+        writer.stored.ledger_event("ADDED", ledger("10", False))
         plan = writer.plan("n1", 0.0)
         assert plan is not None
         await writer.write_node("n1", plan)
-        assert runtime.flags("n1").frozen
+        assert writer.flags("n1").frozen

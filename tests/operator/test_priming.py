@@ -19,6 +19,7 @@ from draledger.operator.config import OperatorConfig
 from draledger.operator.metrics import Metrics
 from draledger.operator.running import Operator
 from draledger.operator.runtime import Runtime
+from draledger.operator.stored import StoredLedgers
 from tests.integration.harness import NODES, PODS, case_items, eventually, phase_is, running, status
 
 KIND = {"Node": "nodes", "Pod": "pods", "ResourceSlice": "resourceslices", "ResourceClaim": "resourceclaims"}
@@ -186,21 +187,22 @@ class TestPrimedOperator:
 
 
 class TestLedgerStream:
-    async def test_each_ledger_event_reaches_the_runtime_once_at_the_stream(
+    async def test_each_ledger_event_reaches_the_stored_mirror_once_at_the_stream(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """The ledgers' events (our own writes coming back) go to the runtime from the stream, not through Kopf's
-        per-event processing as well: no event is applied twice, and a write still comes back."""
+        """The ledgers' events (our own writes coming back) go to the writer's mirror of what is stored from the
+        stream, not through Kopf's per-event processing as well: no event is applied twice, and a write still
+        comes back."""
         seen: list[tuple[str | None, str]] = []
         callers: set[str] = set()
-        original = Runtime.ledger_event
+        original = StoredLedgers.ledger_event
 
-        def ledger_event(self: Runtime, event_type: str | None, body: Any) -> None:
+        def ledger_event(self: StoredLedgers, event_type: str | None, body: Any) -> None:
             seen.append((event_type, str((body.get("metadata") or {}).get("resourceVersion"))))
             callers.add(sys._getframe(1).f_code.co_name)  # the stream's wrapper, or Kopf's handler
             original(self, event_type, body)
 
-        monkeypatch.setattr(Runtime, "ledger_event", ledger_event)
+        monkeypatch.setattr(StoredLedgers, "ledger_event", ledger_event)
         async with serve_emulator() as (emulator, url):
             emulator.load_objects(case_items("v08"))
             async with running(url) as operator:
@@ -208,6 +210,6 @@ class TestLedgerStream:
                 written = str(emulator.get_object("draledger.dev/v1alpha1/nodeallocatableledgers", "n1")
                               ["metadata"]["resourceVersion"])
                 await eventually(lambda: any(rv == written for _, rv in seen), what="the write's own event")
-                assert operator.runtime.stored["n1"].resource_version == written
+                assert operator.writer.stored.of("n1").resource_version == written
         assert len(seen) == len(set(seen))
         assert {"_take_ledger"} == callers

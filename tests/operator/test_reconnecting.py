@@ -97,7 +97,8 @@ class TestRuntime:
         runtime.connecting("nodes")
         runtime.contact("nodes")
         assert not runtime.wakeup.is_set()
-        runtime.gated.add(("t", "g"))
+        runtime.event("pods", "ADDED", gated_pod("g"))
+        runtime.wakeup.clear()
         runtime.connecting("nodes")
         runtime.contact("pods")
         assert not runtime.wakeup.is_set()
@@ -118,7 +119,7 @@ class TestOperator:
                 emulator.inject_disconnect(NODES)
                 await eventually(lambda: emulator.faults.pending(resource) < 2, what="the nodes watch retried")
                 emulator.load_objects([gated_pod("g")])
-                await eventually(lambda: ("t", "g") in operator.runtime.gated, what="the pod seen")
+                await eventually(lambda: ("t", "g") in operator.runtime.state.held, what="the pod seen")
                 deadline = asyncio.get_running_loop().time() + 15
                 while emulator.faults.pending(resource):  # polled: each answer is checked while it lasts
                     assert [GATE] == gates(emulator, "g")

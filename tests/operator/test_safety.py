@@ -18,7 +18,8 @@ from draledger.demo.emulator import ClusterEmulator, serve_emulator
 from draledger.operator.config import OperatorConfig
 from draledger.operator.kubeapi import ApiError, NotFound
 from draledger.operator.metrics import Metrics
-from draledger.operator.runtime import RECONNECT_GRACE, Runtime, Stored
+from draledger.operator.runtime import RECONNECT_GRACE, Runtime
+from draledger.operator.stored import Stored
 from draledger.operator.writing import Writer
 from tests.integration.harness import (
     LEDGERS,
@@ -118,7 +119,7 @@ def loaded(items: list[dict[str, Any]], *, complete: tuple[str, ...] = tuple(KIN
         runtime.event(KIND[item["kind"]], None, item)
     for kind in complete:
         runtime.listing_done(kind)
-    runtime.ledger_event("ADDED", {"metadata": {"name": "-", "uid": "-"}})  # the ledgers stream has spoken
+    runtime.contact("nodeallocatableledgers")  # the ledgers' stream has spoken
     runtime.listing_done("nodeallocatableledgers")
     return runtime, clock
 
@@ -126,6 +127,39 @@ def loaded(items: list[dict[str, Any]], *, complete: tuple[str, ...] = tuple(KIN
 def node_terms(patch: list[dict[str, Any]]) -> list[Any]:
     """The node selector requirements a release patch adds (empty: released with no restriction)."""
     return [op["value"] for op in patch if op["op"] == "add"]
+
+
+class TestHeldPods:
+    def test_the_state_indexes_the_pods_our_gate_holds(self) -> None:
+        """``state.held``: pods with our gate, whatever else they carry; not another product's gate alone."""
+        runtime, _ = loaded(case_items("v08"))
+        other = gated_pod("other")
+        other["spec"]["schedulingGates"] = [{"name": "example.com/queue"}]
+        both = gated_pod("both")
+        both["spec"]["schedulingGates"] = [{"name": "example.com/queue"}, {"name": GATE}]
+        for pod in (gated_pod("g"), other, both):
+            runtime.event("pods", "ADDED", pod)
+        assert {("t", "g"), ("t", "both")} == runtime.state.held
+        released = gated_pod("g")
+        released["spec"]["schedulingGates"] = []
+        runtime.event("pods", "MODIFIED", released)
+        runtime.event("pods", "DELETED", both)
+        assert set() == runtime.state.held
+
+    async def test_a_released_pod_is_not_patched_again_before_its_event_comes_back(self) -> None:
+        """The release's own event ends the pod's wait; until then later passes leave it alone."""
+        runtime, _ = loaded([*case_items("v08"), gated_pod("g")])
+        api = FakeApi()
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        await writer.releaser.release_pass()
+        await writer.releaser.release_pass()
+        assert 1 == len(api.released())
+        assert [] == writer.releaser.waiting()
+        released = gated_pod("g")
+        released["spec"]["schedulingGates"] = []
+        released["metadata"]["resourceVersion"] = "8"
+        runtime.event("pods", "MODIFIED", released)
+        assert ([], {}) == (writer.releaser.waiting(), writer.releaser.released)
 
 
 class TestReleaseAfterRebuild:
@@ -289,7 +323,8 @@ class TestWriterAnswers:
 
         api = FakeApi(answer)
         writer = Writer(runtime, api)  # type: ignore[arg-type]
-        runtime.stored["n1"] = Stored(exists=True, has_status=True, uid="old", ledger_version=3, guard_version=3)
+        writer.stored.by_node["n1"] = Stored(exists=True, has_status=True, uid="old", ledger_version=3,
+                                             guard_version=3)
         for _ in range(3):
             plan = writer.plan("n1", 0.0)
             assert plan is not None

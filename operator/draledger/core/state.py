@@ -17,6 +17,8 @@ Rules:
    (claims, claim statuses, problems). The sums follow ``api``'s rules; ``set_api`` recounts them.
 7. ``apply(kind, event_type, body)`` is the one entry for raw objects of the four kinds (a watch event, or
    an item of a dump): it reads the body and upserts or deletes the view.
+8. ``held`` indexes the pods that carry the product's scheduling gate (``views.pods.GATE``), the ones gate
+   release looks at.
 """
 
 from __future__ import annotations
@@ -109,6 +111,7 @@ class ClusterState:
         self.pods: dict[PodKey, PodView] = {}
         self.claims: dict[ClaimKey, ClaimView] = {}
         self.slices: dict[str, SliceView] = {}
+        self.held: set[PodKey] = set()  # pods held by the product's gate (rule 8)
         self._pods_by_node: dict[str, dict[PodKey, PodView]] = {}
         self._sums: dict[str, NodeSums] = {}  # node -> its counted pods' running sums (same keys as above)
         self._pod_claims: dict[PodKey, frozenset[ClaimKey]] = {}
@@ -137,6 +140,11 @@ class ClusterState:
     # ----- pods -----
     def upsert_pod(self, pod: PodView) -> Dirty:
         pod_key = pod.key  # one tuple, shared by every index
+        held = self.held
+        if pod.gate_info is not None:
+            held.add(pod_key)
+        elif held:
+            held.discard(pod_key)
         node = pod.node_name
         old = self.pods.get(pod_key)
         keys = _claim_keys(pod) if pod.claims else None
@@ -151,7 +159,7 @@ class ClusterState:
             sums.remove(old, self.api)
             sums.add(pod, self.api)
             return {node} if keys is None else self._consumer_nodes(keys, {node})
-        dirty = self.delete_pod(pod_key)
+        dirty = self._remove_pod(pod_key)
         self.pods[pod_key] = pod
         if pod.counted:
             self._pods_by_node.setdefault(node, {})[pod_key] = pod
@@ -169,6 +177,10 @@ class ClusterState:
         return dirty
 
     def delete_pod(self, key: PodKey) -> Dirty:
+        self.held.discard(key)
+        return self._remove_pod(key)
+
+    def _remove_pod(self, key: PodKey) -> Dirty:
         old = self.pods.pop(key, None)
         if old is None or not old.counted:
             return set()

@@ -33,6 +33,15 @@ class Backfill:
         self.runtime = runtime
         self.api = api
         self.attempted: dict[tuple[str, str], tuple[str, int]] = {}  # pod -> (resourceVersion, attempts)
+        self.disabled = ""  # why backfill stopped (the API server drops the field), once detected
+
+    def condition(self) -> tuple[str, str, str]:
+        """The ledgers' ``PodStatusBackfill`` condition: (status, reason, message)."""
+        if self.runtime.config.pod_status == "observe":
+            return ("False", "Observe", "--pod-status=observe: missing pod statuses are reported, not written")
+        if self.disabled:
+            return ("False", "ServerDropsField", self.disabled)
+        return ("True", "Backfill", "missing status.nodeAllocatableResourceClaimStatuses are filled in")
 
     def shape(self) -> str:
         configured = self.runtime.config.status_shape
@@ -41,7 +50,7 @@ class Backfill:
     def wanted(self, node: str) -> bool:
         """Whether a pod of the node may need its status filled in (checked without computing any status)."""
         runtime = self.runtime
-        if runtime.backfill_disabled or not runtime.rebuilt.is_set():
+        if self.disabled or not runtime.rebuilt.is_set():
             return False
         attempted = self.attempted
         for pod in runtime.state.pods_on(node):
@@ -53,7 +62,7 @@ class Backfill:
 
     async def node(self, node: str) -> None:
         runtime = self.runtime
-        if runtime.backfill_disabled or not runtime.rebuilt.is_set():
+        if self.disabled or not runtime.rebuilt.is_set():
             return
         state = runtime.state
         if len(self.attempted) > 2 * len(state.pods) + 1000:
@@ -107,7 +116,7 @@ class Backfill:
 
     def _disable(self, reason: str) -> None:
         runtime = self.runtime
-        runtime.backfill_disabled = reason
+        self.disabled = reason
         runtime.metrics.backfill_disabled.set(1)
         log.warning("pod status backfill stopped", reason=reason)
         runtime.mark_all()

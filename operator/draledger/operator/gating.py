@@ -16,6 +16,7 @@ Rules:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +24,9 @@ import aiohttp.web
 import kopf
 import structlog
 
-from draledger.core.accounting.ledger import Ledger
+from draledger.core.accounting.ledger import Flags, Ledger
 from draledger.core.accounting.release import GATE, NodeStanding, decide
+from draledger.core.views import PodView
 from draledger.operator import events
 from draledger.operator.kubeapi import ApiError, Conflict, KubeApi
 
@@ -85,13 +87,16 @@ class Releaser:
 
     ``standing`` holds each node's phase and free resources; a node marked since it was computed (an event,
     a flag, the rebuild) is computed again before the next decision, so a decision never rests on a node's
-    old picture, nor on an empty one.
+    old picture, nor on an empty one. The pods to look at are the state's ``held`` index, less the ones
+    released whose event has not come back yet (``released``: the view each was released in).
     """
 
-    def __init__(self, runtime: Runtime, api: KubeApi) -> None:
+    def __init__(self, runtime: Runtime, api: KubeApi, flags: Callable[[str], Flags]) -> None:
         self.runtime = runtime
         self.api = api
+        self.flags = flags  # a node's flags, as the writer composes them
         self.standing: dict[str, NodeStanding] = {}
+        self.released: dict[tuple[str, str], PodView] = {}
         self.reasons: dict[tuple[str, str], str] = {}
         # A pass that met a failed patch or an unhealthy stream: the next one comes without waiting for an
         # event (nothing else would wake the writer for a 422 that changed nothing).
@@ -111,13 +116,20 @@ class Releaser:
         runtime = self.runtime
         touched, runtime.touched = runtime.touched, set()
         for node in touched:
-            self.note(node, runtime.state.ledger(node, runtime.flags(node)))
+            self.note(node, runtime.state.ledger(node, self.flags(node)))
         nodes = runtime.state.nodes
         if len(self.standing) != len(nodes):
             for node in [n for n in self.standing if n not in nodes]:
                 del self.standing[node]
             for node in [n for n in nodes if n not in self.standing]:
-                self.note(node, runtime.state.ledger(node, runtime.flags(node)))
+                self.note(node, runtime.state.ledger(node, self.flags(node)))
+
+    def waiting(self) -> list[tuple[str, str]]:
+        """The held pods to look at, in order; a released pod whose view changed since is forgotten."""
+        pods, released = self.runtime.state.pods, self.released
+        for key in [k for k, view in released.items() if pods.get(k) is not view]:
+            del released[key]
+        return sorted(key for key in self.runtime.state.held if key not in released)
 
     async def release_pass(self) -> None:
         runtime = self.runtime
@@ -127,10 +139,10 @@ class Releaser:
         now = datetime.now(UTC)
         rebuilt = runtime.rebuilt.is_set()  # once per pass: a rebuild completing mid-pass waits for the next
         self.retry_soon = False
-        for key in sorted(runtime.gated):
+        waiting = self.waiting()
+        for key in waiting:
             pod = state.pods.get(key)
-            if pod is None or GATE not in pod.scheduling_gates:
-                runtime.gated.discard(key)
+            if pod is None or GATE not in pod.scheduling_gates:  # changed during this pass's patches
                 continue
             unhealthy = ""
             if rebuilt:
@@ -151,7 +163,7 @@ class Releaser:
             )
             if decision.release and decision.patch is not None:
                 if await self._release(pod.namespace, pod.name, decision.patch, decision.message):
-                    runtime.gated.discard(key)
+                    self.released[key] = pod
                     self.reasons.pop(key, None)
                     continue
                 decision_reason = "Conflict"  # a failed patch, of any kind: tried again soon
@@ -171,8 +183,8 @@ class Releaser:
         for reason in set(counts) | {labels[0] for labels in runtime.metrics.gated._metrics}:
             runtime.metrics.gated.labels(reason).set(counts.get(reason, 0))
         runtime.metrics.gated_oldest.set(oldest)
-        if len(self.reasons) > 2 * len(runtime.gated) + 100:
-            self.reasons = {k: v for k, v in self.reasons.items() if k in runtime.gated}
+        if len(self.reasons) > 2 * len(state.held) + 100:
+            self.reasons = {k: v for k, v in self.reasons.items() if k in state.held}
 
     async def _release(self, namespace: str, name: str, patch: list[dict[str, Any]], message: str) -> bool:
         try:

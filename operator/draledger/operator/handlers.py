@@ -16,6 +16,7 @@ from draledger.core.ledgers import GROUP, PLURAL, VERSION
 from draledger.operator.config import OperatorConfig
 from draledger.operator.gating import GatingWebhookServer, register_webhook
 from draledger.operator.runtime import Runtime
+from draledger.operator.stored import StoredLedgers
 
 WATCHED = (
     ("nodes", ("v1", "nodes")),
@@ -43,9 +44,14 @@ def collection_path(selector: tuple[str, ...]) -> str:
 
 
 def register(
-    registry: kopf.OperatorRegistry, runtime: Runtime, login: Callable[[], kopf.ConnectionInfo]
+    registry: kopf.OperatorRegistry,
+    runtime: Runtime,
+    stored: StoredLedgers,
+    login: Callable[[], kopf.ConnectionInfo],
 ) -> None:
-    """``login`` gives fresh credentials; Kopf calls it at start and again whenever the API answers 401."""
+    """``login`` gives fresh credentials; Kopf calls it at start and again whenever the API answers 401.
+    The ledgers' events go to ``stored`` (the writer's mirror); the stream wrapper hands them over before
+    Kopf's processing (``watching``), so this handler sees only what no observer took."""
 
     @kopf.on.login(registry=registry)
     async def login_handler(**_: Any) -> kopf.ConnectionInfo:
@@ -67,7 +73,7 @@ def register(
 
     @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry, id="ledger-event")
     async def ledger_event(event: Any, **_: Any) -> None:
-        runtime.ledger_event(event.get("type"), event.get("object") or {})
+        stored.ledger_event(event.get("type"), event.get("object") or {})
 
 
 class InfiniteBackoffs:

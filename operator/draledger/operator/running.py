@@ -65,7 +65,7 @@ class Operator:
 
     def _mapping_ages(self) -> list[tuple[str, float]]:
         now = self.runtime.clock()
-        return [(n, now - s.mapping_changed_at) for n, s in self.runtime.stored.items() if s.exists]
+        return [(n, now - s.mapping_changed_at) for n, s in self.writer.stored.existing()]
 
     def alive(self) -> bool:
         return self._writer_task is not None and not self._writer_task.done()
@@ -93,7 +93,8 @@ class Operator:
         registry = kopf.OperatorRegistry()
         first = self.api._info
         logins = iter([first])  # the credentials already loaded serve the first login; later ones load afresh
-        handlers.register(registry, self.runtime, lambda: next(logins, None) or connection_info(self.config))
+        handlers.register(registry, self.runtime, self.writer.stored,
+                          lambda: next(logins, None) or connection_info(self.config))
         role = (lambda: self.elector.role) if self.config.leader_election.enabled else None
         app = probes.application(self.metrics, self.alive, self.runtime.rebuilt.is_set, role)
         runner, self.port = await probes.serve(app, self.config.metrics_host, self.config.metrics_port)
@@ -105,7 +106,7 @@ class Operator:
         )
         tasks: list[asyncio.Task[Any]] = [asyncio.create_task(self.elector.run(), name="draledger-elector")]
         try:
-            with HOOKS.observing(self.runtime):
+            with HOOKS.observing(self.runtime), HOOKS.observing(self.writer.stored):
                 # The objects are read while the stored ledgers are marked Rebuilding and while Kopf starts: its
                 # webhook gates the pods created meanwhile, its watches wait for the priming (operator.priming).
                 tasks.append(asyncio.create_task(self._prime(), name="draledger-priming"))

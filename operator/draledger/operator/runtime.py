@@ -6,13 +6,11 @@ Rules:
 2. Rebuild: every kind's initial LIST must be complete (``Bookmark.LISTED``) and every listed object
    processed before ``rebuilt`` is set; until then every ledger is Rebuilding and nothing acts on them.
 3. A relist (after 410 Gone) forgets the objects of that kind that the new list no longer contains (by uid:
-   a name deleted and created again during the gap is the new object, and stays); a relist of the ledgers
-   forgets the stored ledgers it no longer contains, so they are created again.
+   a name deleted and created again during the gap is the new object, and stays). The ledgers' stream is
+   watched for its health here; what it says of the stored ledgers is the writer's (``stored``).
 4. Malformed objects never raise out of here: they become problems in the ledgers of their nodes.
-5. What is stored is read back: every event of a ledger updates what the writer believes the API holds
-   (versions, content), so a ledger deleted or edited behind the operator's back is written again. The
-   object a status write returns is read back too (its ``spec``: a freeze or resume stored just before the
-   write shows there, and its own event, older than the write, is skipped).
+5. Flags that belong to other parts come from them: a ledger's freeze from what is stored (the writer's
+   mirror), the pod-status backfill's condition from the backfill; ``flags`` takes both.
 6. A ResourceSlice whose pool generation goes back is refused, and the refusal is kept per slice (and in
    the ledgers, which seed it again after a restart) until the driver publishes the generation again.
 7. Stream health is judged now: ``streams_unhealthy`` names any watch that is broken, relisting or
@@ -31,17 +29,15 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 
 from draledger.core.accounting.ledger import Flags, RejectedSlice
-from draledger.core.accounting.release import GATE
 from draledger.core.state import ClusterState, GenerationRegression
 from draledger.core.views import SliceView, read_claim, read_node, read_pod, read_slice
+from draledger.core.views.pods import GATE
 from draledger.core.views.slices import DeviceMemo
 from draledger.operator.config import OperatorConfig
 from draledger.operator.metrics import Metrics
@@ -50,106 +46,6 @@ from draledger.operator.watching import KINDS, LEDGERS_KIND, StreamHealth
 
 log = structlog.get_logger("draledger")
 RECONNECT_GRACE = 0.25  # seconds: a shorter reconnection is an ordinary renewal of a watch request (rule 7)
-VOLATILE = ("observedTime", "ledgerVersion", "mappingVersion")
-
-
-def semantic_content(status: Mapping[str, Any]) -> str:
-    """The status without versions and timestamps, serialized deterministically."""
-    content = {k: v for k, v in status.items() if k not in VOLATILE}
-    content["conditions"] = [
-        {k: v for k, v in c.items() if k != "lastTransitionTime"}
-        for c in status.get("conditions") or []
-        if isinstance(c, dict)
-    ]
-    return json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: Any) -> int:
-    return value if type(value) is int and value >= 0 else 0
-
-
-@dataclass
-class Stored:
-    """What the API holds for one node's ledger (read at start, updated by every write and every event)."""
-
-    exists: bool = False
-    ledger_version: int = 0  # the highest seen or written: the next write carries one more
-    guard_version: int = 0  # the ledgerVersion the API holds now: the next write's precondition
-    mapping_version: int = 0
-    fingerprint: str = ""
-    content: str = ""  # deterministic serialization of the semantic content
-    phase: str = ""
-    conditions: list[dict[str, Any]] = field(default_factory=list)
-    frozen: bool = False
-    frozen_reason: str = ""
-    mapping_changed_at: float = 0.0
-    uid: str = ""
-    resource_version: str = ""
-    has_status: bool = False
-
-    def read_spec(self, spec: Mapping[str, Any]) -> bool:
-        """Take the freeze the API shows; whether it changed."""
-        before = (self.frozen, self.frozen_reason)
-        self.frozen = spec.get("frozen") is True
-        self.frozen_reason = _str(spec.get("reason"))
-        return (self.frozen, self.frozen_reason) != before
-
-    def read(self, obj: Mapping[str, Any]) -> None:
-        """Take what the API shows of the object (a LIST item, a GET answer or a watch event)."""
-        meta = _dict(obj.get("metadata"))
-        spec = _dict(obj.get("spec"))
-        status = _dict(obj.get("status"))
-        self.exists = True
-        self.uid = str(meta.get("uid") or self.uid)
-        self.resource_version = str(meta.get("resourceVersion") or "")
-        self.read_spec(spec)
-        self.has_status = bool(status)
-        self.ledger_version = self.guard_version = _int(status.get("ledgerVersion"))
-        self.mapping_version = _int(status.get("mappingVersion"))
-        self.fingerprint = str(status.get("mappingFingerprint") or "")
-        self.content = semantic_content(status) if status else ""
-        self.phase = str(status.get("phase") or "")
-        conditions = status.get("conditions")
-        self.conditions = [c for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else []
-
-
-def newer(version: str, than: str) -> bool:
-    """Whether resourceVersion ``version`` is later than ``than``: by number where both are numbers (etcd's
-    revisions are), otherwise any difference counts as later."""
-    if version.isdigit() and than.isdigit():
-        return int(version) > int(than)
-    return version != than
-
-
-def stored_from(obj: Mapping[str, Any], now: float) -> Stored:
-    stored = Stored(mapping_changed_at=now)
-    stored.read(obj)
-    return stored
-
-
-def rejected_records(obj: Mapping[str, Any]) -> list[RejectedSlice]:
-    """The refused slice regressions a stored ledger keeps (``status.rejectedSlices``); malformed ones skipped."""
-    status = _dict(obj.get("status"))
-    records = status.get("rejectedSlices")
-    out = []
-    for record in records if isinstance(records, list) else ():
-        if not isinstance(record, dict):
-            continue
-        name, driver, pool = _str(record.get("name")), _str(record.get("driver")), _str(record.get("pool"))
-        generation, rejected = record.get("generation"), record.get("rejectedGeneration")
-        if name and driver and pool and type(generation) is int and type(rejected) is int:
-            out.append(RejectedSlice(name, driver, pool, generation, rejected))
-    return out
-
-
 class Runtime:
     def __init__(self, config: OperatorConfig, metrics: Metrics, clock: Callable[[], float]) -> None:
         self.config = config
@@ -163,19 +59,16 @@ class Runtime:
         self.rebuilt = asyncio.Event()
         self.started_at = clock()
         self.rebuild_seconds: float | None = None
-        self.stored: dict[str, Stored] = {}
         self.health = {kind: StreamHealth() for kind in (*KINDS, LEDGERS_KIND)}
         self._listed: dict[str, bool] = dict.fromkeys(KINDS, False)
         self._listed_once: set[str] = set()  # kinds (ledgers too) whose first listing is complete
-        self._listing: dict[str, set[str]] = {kind: set() for kind in (*KINDS, LEDGERS_KIND)}  # uids
+        self._listing: dict[str, set[str]] = {kind: set() for kind in KINDS}  # uids of a listing under way
         self._relisting: set[str] = set()  # kinds whose relist (after a broken watch) is under way
         self._pending: set[tuple[str, str]] = set()  # listed but not yet processed (kind, uid)
         self._uids: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}  # uid -> state key
         self._node_filter = parse_selector(config.node_selector)
         self.outside: set[str] = set()  # nodes seen but not selected (outside the canary): not ours
-        self.gated: set[tuple[str, str]] = set()  # pods that carry our scheduling gate
         self.stale_reason = ""
-        self.backfill_disabled = ""  # why backfill stopped (the API server drops the field), once detected
         self.shape_seen = ""  # "v1.36" | "v1.37": what the server speaks, from pod statuses and slices
         self.rejected: dict[str, tuple[RejectedSlice, frozenset[str]]] = {}  # slice -> refusal, its nodes
         self.floors: dict[str, RejectedSlice] = {}  # refusals read back from the stored ledgers
@@ -200,32 +93,22 @@ class Runtime:
             self.wakeup.set()
 
     def mark_all(self) -> None:
-        self.mark(set(self.state.nodes) | set(self.stored))
+        self.mark(self.state.nodes)
 
-    def flags(self, node: str) -> Flags:
-        stored = self.stored.get(node)
+    def flags(self, node: str, frozen: bool = False, pod_status: tuple[str, str, str] | None = None) -> Flags:
+        """The node's flags: ``frozen`` (its stored ledger's ``spec.frozen``) and ``pod_status`` (the backfill's
+        condition) come from their owners (rule 5)."""
         rejected = tuple(
             sorted((r for r, nodes in self.rejected.values() if node in nodes), key=lambda r: r.name)
         ) if self.rejected else ()
         return Flags(
             rebuilding=not self.rebuilt.is_set(),
-            frozen=self.config.frozen or bool(stored and stored.frozen),
+            frozen=self.config.frozen or frozen,
             watch_stale=self.stale_reason,
             numa_attributes=self.config.numa_attributes,
-            pod_status=self.pod_status_condition(),
+            pod_status=pod_status,
             rejected_slices=rejected,
         )
-
-    def pod_status_condition(self) -> tuple[str, str, str]:
-        if self.config.pod_status == "observe":
-            return (
-                "False",
-                "Observe",
-                "--pod-status=observe: missing pod statuses are reported, not written",
-            )
-        if self.backfill_disabled:
-            return ("False", "ServerDropsField", self.backfill_disabled)
-        return ("True", "Backfill", "missing status.nodeAllocatableResourceClaimStatuses are filled in")
 
     # ----- events -----
     def event(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> None:
@@ -262,10 +145,7 @@ class Runtime:
                 if self.shape_seen == "v1.37" and state.api != "v1.37":
                     self.mark(state.set_api("v1.37"))
             if GATE in pod.scheduling_gates:
-                self.gated.add(key)
-                self.wakeup.set()
-            elif self.gated:
-                self.gated.discard(key)
+                self.wakeup.set()  # a pod for the release to look at
             self._uids[kind][uid] = key
             self.mark(state.upsert_pod(pod))
         elif kind == "nodes":
@@ -281,7 +161,7 @@ class Runtime:
             claim = read_claim(body)
             self._uids[kind][uid] = claim.key
             self.mark(state.upsert_claim(claim))
-            if self.gated:  # a held pod may have been waiting for this claim (ClaimNotSeen, pinning, room)
+            if state.held:  # a held pod may have been waiting for this claim (ClaimNotSeen, pinning, room)
                 self.wakeup.set()
         else:
             view = read_slice(body, self.memo)
@@ -348,14 +228,12 @@ class Runtime:
         state = self.state
         if kind == "nodes":
             self.outside.discard(key)
-            self.stored.pop(key, None)
             self.metrics.forget_node(key)
             return state.delete_node(key)
         if kind == "pods":
-            self.gated.discard(key)
             return state.delete_pod(key)
         if kind == "resourceclaims":
-            if self.gated:
+            if state.held:
                 self.wakeup.set()
             return state.delete_claim(key)
         self.floors.pop(key, None)
@@ -371,67 +249,24 @@ class Runtime:
                 del self._uids["nodes"][uid]
         self.mark(self._forget("nodes", name))
 
-    # ----- the ledgers' own events (spec.frozen, deletion, foreign status edits) -----
-    def ledger_event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
-        meta = _dict(body.get("metadata"))
-        name = meta.get("name")
-        if not isinstance(name, str) or not name:
-            return
-        uid = str(meta.get("uid") or "")
-        rv = str(meta.get("resourceVersion") or "")
-        self.health[LEDGERS_KIND].contact(self.clock())
-        stored = self.stored.get(name)
-        if event_type == "DELETED":
-            if stored is not None and (not uid or not stored.uid or stored.uid == uid):
-                stored.exists, stored.content, stored.has_status, stored.uid = False, "", False, ""
-                stored.resource_version = ""
-                self.mark({name})
-            return
-        if stored is None:
-            stored = self.stored[name] = Stored(mapping_changed_at=self.clock())
-        same = stored.exists and stored.uid == uid
-        if same and rv and stored.resource_version and not newer(rv, stored.resource_version):
-            return  # our own write, or an event older than it
-        status = _dict(body.get("status"))
-        if same and _int(status.get("ledgerVersion")) == stored.guard_version and (
-            (semantic_content(status) if status else "") == stored.content
-        ):
-            stored.resource_version = rv
-            if stored.read_spec(_dict(body.get("spec"))):
-                self.mark({name})
-            return
-        # New, edited or rewritten behind the writer's back: take what is stored (versions never go back);
-        # the next plan compares against it.
-        versions = (stored.ledger_version, stored.mapping_version)
-        mapping_changed_at = stored.mapping_changed_at
-        stored.read(body)
-        stored.ledger_version = max(stored.ledger_version, versions[0])
-        stored.mapping_version = max(stored.mapping_version, versions[1])
-        stored.mapping_changed_at = mapping_changed_at
-        self.mark({name})
-
     # ----- watching.Observer -----
     def listed_object(self, kind: str, uid: str) -> None:
+        if kind in self._listed_once:
+            self._relisting.add(kind)
         if kind in self._listing:
             self._listing[kind].add(uid)
-            if kind in self._listed_once:
-                self._relisting.add(kind)
-            if kind in self._listed and not self.rebuilt.is_set():
+            if not self.rebuilt.is_set():
                 self._pending.add((kind, uid))
 
     def listing_done(self, kind: str) -> None:
-        if kind not in self._listing:
+        if kind not in self.health:
             return
-        listed, self._listing[kind] = self._listing[kind], set()
         self._relisting.discard(kind)
         self._listed_once.add(kind)
         self.health[kind].contact(self.clock())
-        if kind == LEDGERS_KIND:  # reconcile what the writer believes is stored
-            for name, stored in self.stored.items():
-                if stored.exists and stored.uid and stored.uid not in listed:
-                    stored.exists, stored.content, stored.has_status, stored.uid = False, "", False, ""
-                    self.mark({name})
+        if kind not in self._listing:  # the ledgers: their stored set is the writer's (rule 3)
             return
+        listed, self._listing[kind] = self._listing[kind], set()
         if self._listed[kind]:  # a relist: forget what vanished during the gap
             self.metrics.watch_restarts.labels(kind).inc()
             self.forget_unlisted(kind, listed)
@@ -459,7 +294,7 @@ class Runtime:
     def contact(self, kind: str) -> None:
         if kind in self.health:
             health, now = self.health[kind], self.clock()
-            if self.gated and (health.broken_since is not None or health.reconnecting):
+            if self.state.held and (health.broken_since is not None or health.reconnecting):
                 self.wakeup.set()  # releases held while this stream was down are tried again now
             health.contact(now)
 

@@ -22,10 +22,11 @@ call (5xx, refused connections: its error backoffs, for ever), so nothing else w
 down while it retries; the runtime holds releases while any stream is reconnecting, and marks it broken at
 once when an attempt is answered with an error.
 
-The ledgers' own stream is consumed here: each of its events goes to the observers' ``ledger_event`` at the
-stream and not on to Kopf's per-event processing (causes, memories, loggers, handler invocation). Every status
-write of the operator comes back as one such event, about one per pod event at a steady pace, and Kopf's
-processing of it cost about as much as the pod event's own (docs/performance.md). Kopf still lists, watches,
+The ledgers' own stream is consumed here: each of its events goes to the observers' ``ledger_event`` (the
+writer's mirror of what is stored, ``stored``) at the stream and not on to Kopf's per-event processing
+(causes, memories, loggers, handler invocation). Every status write of the operator comes back as one such
+event, about one per pod event at a steady pace, and Kopf's processing of it cost about as much as the pod
+event's own (docs/performance.md). Kopf still lists, watches,
 reconnects and relists the ledgers; its registered ledger handler sees only what no observer took.
 
 Rules: the wrappers only observe; they never drop, reorder or alter an event of the four kinds (the one
@@ -52,6 +53,8 @@ LEDGERS_KIND = "nodeallocatableledgers"
 
 
 class Observer(Protocol):
+    """What the hooks tell; an observer implements the methods it needs (the others are not called)."""
+
     def listed_object(self, kind: str, uid: str) -> None: ...
     def listing_done(self, kind: str) -> None: ...
     def contact(self, kind: str) -> None: ...
@@ -73,30 +76,33 @@ def kind_of_url(url: str) -> str | None:
 class Hooks:
     """Installs the wrappers once per process and fans observations out to registered observers."""
 
-    observers: list[Observer] = field(default_factory=list)
+    observers: list[Any] = field(default_factory=list)  # each implements some of ``Observer``
     installed: bool = False
 
     def _each(self, method: str, *args: str) -> None:
         for observer in list(self.observers):
-            getattr(observer, method)(*args)
+            call = getattr(observer, method, None)
+            if call is not None:
+                call(*args)
 
     async def _resume_from(self, kind: str) -> str | None:
         """The resourceVersion an observer has listed ``kind`` at (taken once), or None: Kopf lists."""
         for observer in list(self.observers):
-            version = await observer.resume_from(kind)
-            if version is not None:
+            resume_from = getattr(observer, "resume_from", None)
+            version = await resume_from(kind) if resume_from is not None else None
+            if isinstance(version, str):
                 return version
         return None
 
     def _take_ledger(self, event: Mapping[str, Any]) -> bool:
         """Give a ledger event to the observers; whether there was one to take it (else Kopf's handler does)."""
-        observers = list(self.observers)
-        for observer in observers:
+        takers = [t for t in (getattr(o, "ledger_event", None) for o in list(self.observers)) if t is not None]
+        for take in takers:
             try:
-                observer.ledger_event(event.get("type"), event.get("object") or {})
+                take(event.get("type"), event.get("object") or {})
             except Exception:  # a bug here must not end the stream
                 log.exception("ledger event not applied")
-        return bool(observers)
+        return bool(takers)
 
     def install(self) -> None:
         if self.installed:
@@ -179,7 +185,7 @@ class Hooks:
         self.installed = True
 
     @contextlib.contextmanager
-    def observing(self, observer: Observer) -> Any:
+    def observing(self, observer: Any) -> Any:
         self.install()
         self.observers.append(observer)
         try:

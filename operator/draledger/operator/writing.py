@@ -10,7 +10,9 @@ Rules:
    failing writes never hold another node's, nor the gate releases. A node with a write in flight is
    planned again when it is done; a node whose write failed waits its own backoff (exponential, capped).
 3. Write only on a semantic change: the content (everything but versions and timestamps) is compared with
-   what the API holds (read back at start and from every ledger event); equal content means no request.
+   what the API holds (``stored``: read back at start and from every ledger event); equal content means no
+   request. The writer owns that mirror, and composes each node's flags from the runtime's, the mirror's
+   freeze and the backfill's condition.
 4. What is stored is exactly what was computed: the whole ``/status`` is replaced by one JSON patch, guarded
    by a ``test`` of the stored ``ledgerVersion`` (or of the object's uid when it has no status yet). A failed
    test re-reads the object and plans again; a 404 re-reads it and creates it.
@@ -20,7 +22,7 @@ Rules:
    answered 409 reads the ledger back; if there is none, the create failed and is tried again.
 7. Until the rebuild is complete nothing is computed or written, except marking stored ledgers Rebuilding.
 8. With leader election, a standby writes nothing (no ledger, release, backfill or Event): it keeps its dirty
-   set, and what is stored is read back from the ledger watch as always (runtime rule 5). On taking over it
+   set, and what is stored is read back from the ledger watch as always (``stored``). On taking over it
    plans every node against those stored versions: no write where nothing changed, and no Rebuilding mark
    unless its own state is not rebuilt yet (draledger.operator.leadership).
 """
@@ -35,16 +37,17 @@ from typing import Any
 
 import structlog
 
-from draledger.core.accounting.ledger import Ledger
+from draledger.core.accounting.ledger import Flags, Ledger
 from draledger.core.ledgers import PLURAL, NodeAllocatableLedgerStatus, ledger_object, status_body
 from draledger.operator import events
 from draledger.operator.backfill import Backfill
 from draledger.operator.clocks import now_rfc3339
 from draledger.operator.gating import Releaser
 from draledger.operator.kubeapi import ApiError, Conflict, KubeApi, NotFound
-from draledger.operator.runtime import VOLATILE, Runtime, Stored, rejected_records, semantic_content, stored_from
+from draledger.operator.runtime import Runtime
+from draledger.operator.stored import VOLATILE, Stored, StoredLedgers, rejected_records, semantic_content
 
-__all__ = ["LEDGERS", "VOLATILE", "Writer", "next_pause", "semantic_content", "stored_from"]
+__all__ = ["LEDGERS", "VOLATILE", "Writer", "next_pause", "semantic_content"]
 
 log = structlog.get_logger("draledger")
 LEDGERS = f"/apis/draledger.dev/v1alpha1/{PLURAL}"
@@ -87,28 +90,29 @@ class Writer:
         self.sleep = sleep
         self.leads = leads or (lambda: True)
         self.leading = False  # as of the last look: the first look that finds this replica leading takes over
+        self.stored = StoredLedgers(runtime.clock, runtime.mark)
         self.backfill = Backfill(runtime, api)
-        self.releaser = Releaser(runtime, api)
+        self.releaser = Releaser(runtime, api, self.flags)
         self.inflight: dict[str, asyncio.Task[None]] = {}
         self.failures: dict[str, int] = {}
         self.retry_at: dict[str, float] = {}
         self._slots = asyncio.Semaphore(runtime.config.write_concurrency)
 
+    def flags(self, node: str) -> Flags:
+        """The node's flags: the runtime's, with its stored ledger's freeze and the backfill's condition."""
+        return self.runtime.flags(node, frozen=self.stored.frozen(node), pod_status=self.backfill.condition())
+
     async def load_stored(self) -> None:
         """Read every stored ledger before the first write, so versions continue from them and what they
         hold is what the first writes compare against; refusals they keep are seeded again."""
-        runtime = self.runtime
-        now = runtime.clock()
         for obj in await self.api.list_all(LEDGERS):
-            name = (obj.get("metadata") or {}).get("name")
-            if not isinstance(name, str):
-                continue
-            runtime.stored[name] = stored_from(obj, now)
-            runtime.seed_refusals(name, rejected_records(obj))
-        log.info("stored ledgers read", count=len(runtime.stored))
+            name = self.stored.load(obj)
+            if name is not None:
+                self.runtime.seed_refusals(name, rejected_records(obj))
+        log.info("stored ledgers read", count=len(self.stored))
 
     async def mark_rebuilding(self) -> None:
-        for name, stored in sorted(self.runtime.stored.items()):
+        for name, stored in sorted(self.stored.by_node.items()):
             if stored.phase == "Rebuilding" or not stored.exists:
                 continue
             version = stored.ledger_version + 1
@@ -141,9 +145,9 @@ class Writer:
                     except Exception:
                         log.exception("ledger not computed; will retry", node=node)
                         self._failed(node, since)
-                runtime.metrics.count_phases(s.phase for s in runtime.stored.values() if s.exists)
+                runtime.metrics.count_phases(s.phase for _, s in self.stored.existing())
                 pause = next_pause(config.coalesce_window, config.coalesce_window_max, runtime.clock() - started)
-            if runtime.gated:
+            if runtime.state.held:
                 try:
                     await self.releaser.release_pass()
                 except Exception:
@@ -160,6 +164,7 @@ class Writer:
             if not runtime.rebuilt.is_set():
                 await self.mark_rebuilding()
             runtime.mark_all()
+            runtime.mark(self.stored)  # ledgers whose Node is gone too: their entries go
         self.leading = leading
         return leading
 
@@ -169,7 +174,7 @@ class Writer:
         if runtime.wakeup.is_set():
             return
         waiting = [self.retry_at[n] for n in runtime.dirty if n in self.retry_at and n not in self.inflight]
-        if runtime.gated and self.releaser.retry_soon:
+        if runtime.state.held and self.releaser.retry_soon:
             waiting.append(runtime.clock() + RELEASE_RETRY)
         if not waiting:
             await runtime.wakeup.wait()
@@ -227,13 +232,14 @@ class Writer:
     def plan(self, node: str, dirty_since: float) -> Plan | None:
         """The node's ledger now, and the status write it needs (synchronous: no event comes in between)."""
         runtime = self.runtime
-        ledger = runtime.state.ledger(node, runtime.flags(node))
+        ledger = runtime.state.ledger(node, self.flags(node))
         runtime.touched.discard(node)
         self.releaser.note(node, ledger)
         if ledger is None:
-            return None  # the Node is gone (its ledger goes with it, by ownerReference) or not selected
+            self.stored.forget(node)  # the Node is gone (its ledger goes with it, by ownerReference) or not selected
+            return None
         runtime.metrics.observe_ledger(ledger)
-        stored = runtime.stored.setdefault(node, Stored(mapping_changed_at=runtime.clock()))
+        stored = self.stored.of(node)
         # Build the status once, with the versions a write would carry; its semantic content (the same
         # without versions and timestamps) decides whether to write at all.
         mapping_version = stored.mapping_version
@@ -262,7 +268,7 @@ class Writer:
 
     async def _write(self, node: str, plan: Plan) -> None:
         runtime = self.runtime
-        stored = runtime.stored.setdefault(node, Stored(mapping_changed_at=runtime.clock()))
+        stored = self.stored.of(node)
         body = plan.body
         assert body is not None
         if not stored.exists and not await self._create(node, plan.ledger, stored, body):

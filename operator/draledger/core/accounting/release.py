@@ -30,8 +30,8 @@ from draledger.core.accounting.contributions import contribution
 from draledger.core.accounting.footprints import Resources, add_into, footprint
 from draledger.core.quantities import ZERO, Quantity, scheduler_units
 from draledger.core.views import PodView
+from draledger.core.views.pods import GATE as GATE
 
-GATE = "draledger.dev/ledger-ready"
 SAFE_PHASE = "Ready"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 

@@ -3,7 +3,8 @@
 Retained: identity, node, phase, the ordinary requests already aggregated as kube-scheduler aggregates them
 (component-helpers ``resource.AggregateContainerRequests``), pod-level requests, overhead, the pod's claims
 with the containers that reference each, the ``status.nodeAllocatableResourceClaimStatuses`` the scheduler
-wrote (both shapes), scheduling gates, and, only for a pod resized in place, what its status says of it.
+wrote (both shapes), scheduling gates (and, for a pod held by the product's own gate, what its release needs),
+and, only for a pod resized in place, what its status says of it.
 
 Rules:
 1. Container requests default to limits where only a limit is given, as the API server's defaulting does.
@@ -34,6 +35,7 @@ from draledger.core.quantities import Quantity
 from draledger.core.views.problems import Problem, Reader, ref_of
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+GATE = "draledger.dev/ledger-ready"  # the product's scheduling gate: the webhook adds it, the release removes it
 Requests = dict[str, Quantity]
 
 
@@ -86,7 +88,7 @@ class Resize(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class GateInfo:
-    """Kept only for pods with scheduling gates (few, and short-lived): what gate release needs."""
+    """Kept only for pods held by ``GATE`` (few, and short-lived): what its release needs."""
 
     created: str  # metadata.creationTimestamp
     has_affinity: bool  # spec.affinity exists (any kind)
@@ -259,7 +261,7 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
             has_affinity="affinity" in spec and spec.get("affinity") is not None,
             node_affinity=dict(affinity["nodeAffinity"]) if isinstance(affinity.get("nodeAffinity"), dict) else None,
         )
-        if gates
+        if GATE in gates
         else None,
         key=(namespace, reader.ref.name),
         problems=tuple(reader.problems),

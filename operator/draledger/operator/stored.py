@@ -1,0 +1,224 @@
+"""What the API holds of each node's ledger, as this operator last saw it: the writer's mirror.
+
+The writer compares every plan against it (whether to write at all), takes the next versions from it and
+guards every write with it; the ledgers' own stream keeps it true.
+
+Rules:
+1. It is read at start (the writer's LIST of the ledgers, before the first write), and updated by every
+   write, every answer to a write and every event of the ledgers' stream (``StoredLedgers`` is a
+   ``watching`` observer of that stream only).
+2. A ledger deleted or edited behind the operator's back is believed as the API shows it, and its node is
+   marked, so that it is written again; versions never go back below the highest seen or written.
+3. A relist of the ledgers forgets the stored ledgers it no longer contains, so they are created again.
+4. An event older than what a write of ours returned is skipped (its ``resourceVersion`` is not newer): the
+   write's answer already showed the object as it is, ``spec`` included.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from draledger.core.accounting.ledger import RejectedSlice
+from draledger.operator.watching import LEDGERS_KIND
+
+VOLATILE = ("observedTime", "ledgerVersion", "mappingVersion")
+
+
+def semantic_content(status: Mapping[str, Any]) -> str:
+    """The status without versions and timestamps, serialized deterministically."""
+    content = {k: v for k, v in status.items() if k not in VOLATILE}
+    content["conditions"] = [
+        {k: v for k, v in c.items() if k != "lastTransitionTime"}
+        for c in status.get("conditions") or []
+        if isinstance(c, dict)
+    ]
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: Any) -> int:
+    return value if type(value) is int and value >= 0 else 0
+
+
+@dataclass
+class Stored:
+    """What the API holds for one node's ledger (read at start, updated by every write and every event)."""
+
+    exists: bool = False
+    ledger_version: int = 0  # the highest seen or written: the next write carries one more
+    guard_version: int = 0  # the ledgerVersion the API holds now: the next write's precondition
+    mapping_version: int = 0
+    fingerprint: str = ""
+    content: str = ""  # deterministic serialization of the semantic content
+    phase: str = ""
+    conditions: list[dict[str, Any]] = field(default_factory=list)
+    frozen: bool = False
+    frozen_reason: str = ""
+    mapping_changed_at: float = 0.0
+    uid: str = ""
+    resource_version: str = ""
+    has_status: bool = False
+
+    def read_spec(self, spec: Mapping[str, Any]) -> bool:
+        """Take the freeze the API shows; whether it changed."""
+        before = (self.frozen, self.frozen_reason)
+        self.frozen = spec.get("frozen") is True
+        self.frozen_reason = _str(spec.get("reason"))
+        return (self.frozen, self.frozen_reason) != before
+
+    def forget(self) -> None:
+        """Nothing is stored (deleted, or never created); the versions seen stay, so they never go back."""
+        self.exists, self.content, self.has_status, self.uid, self.resource_version = False, "", False, "", ""
+
+    def read(self, obj: Mapping[str, Any]) -> None:
+        """Take what the API shows of the object (a LIST item, a GET answer or a watch event)."""
+        meta = _dict(obj.get("metadata"))
+        spec = _dict(obj.get("spec"))
+        status = _dict(obj.get("status"))
+        self.exists = True
+        self.uid = str(meta.get("uid") or self.uid)
+        self.resource_version = str(meta.get("resourceVersion") or "")
+        self.read_spec(spec)
+        self.has_status = bool(status)
+        self.ledger_version = self.guard_version = _int(status.get("ledgerVersion"))
+        self.mapping_version = _int(status.get("mappingVersion"))
+        self.fingerprint = str(status.get("mappingFingerprint") or "")
+        self.content = semantic_content(status) if status else ""
+        self.phase = str(status.get("phase") or "")
+        conditions = status.get("conditions")
+        self.conditions = [c for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else []
+
+
+def newer(version: str, than: str) -> bool:
+    """Whether resourceVersion ``version`` is later than ``than``: by number where both are numbers (etcd's
+    revisions are), otherwise any difference counts as later."""
+    if version.isdigit() and than.isdigit():
+        return int(version) > int(than)
+    return version != than
+
+
+def stored_from(obj: Mapping[str, Any], now: float) -> Stored:
+    stored = Stored(mapping_changed_at=now)
+    stored.read(obj)
+    return stored
+
+
+def rejected_records(obj: Mapping[str, Any]) -> list[RejectedSlice]:
+    """The refused slice regressions a stored ledger keeps (``status.rejectedSlices``); malformed ones skipped."""
+    status = _dict(obj.get("status"))
+    records = status.get("rejectedSlices")
+    out = []
+    for record in records if isinstance(records, list) else ():
+        if not isinstance(record, dict):
+            continue
+        name, driver, pool = _str(record.get("name")), _str(record.get("driver")), _str(record.get("pool"))
+        generation, rejected = record.get("generation"), record.get("rejectedGeneration")
+        if name and driver and pool and type(generation) is int and type(rejected) is int:
+            out.append(RejectedSlice(name, driver, pool, generation, rejected))
+    return out
+
+
+class StoredLedgers:
+    """The mirror, node by node; ``mark`` marks nodes dirty (the runtime's), ``clock`` is the runtime's."""
+
+    def __init__(self, clock: Callable[[], float], mark: Callable[[Iterable[str]], None]) -> None:
+        self.clock = clock
+        self.mark = mark
+        self.by_node: dict[str, Stored] = {}
+        self._listing: set[str] = set()  # uids of the ledgers' relist under way
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.by_node)
+
+    def __len__(self) -> int:
+        return len(self.by_node)
+
+    def get(self, node: str) -> Stored | None:
+        return self.by_node.get(node)
+
+    def of(self, node: str) -> Stored:
+        """The node's entry, a new one (nothing stored) the first time."""
+        stored = self.by_node.get(node)
+        if stored is None:
+            stored = self.by_node[node] = Stored(mapping_changed_at=self.clock())
+        return stored
+
+    def load(self, obj: Mapping[str, Any]) -> str | None:
+        """One ledger of the writer's LIST at start; its node's name."""
+        name = _dict(obj.get("metadata")).get("name")
+        if not isinstance(name, str) or not name:
+            return None
+        self.by_node[name] = stored_from(obj, self.clock())
+        return name
+
+    def forget(self, node: str) -> None:
+        """The Node is gone: its ledger goes with it (by ownerReference)."""
+        self.by_node.pop(node, None)
+
+    def frozen(self, node: str) -> bool:
+        stored = self.by_node.get(node)
+        return bool(stored and stored.frozen)
+
+    def existing(self) -> Iterator[tuple[str, Stored]]:
+        return ((name, stored) for name, stored in self.by_node.items() if stored.exists)
+
+    # ----- watching.Observer: the ledgers' stream -----
+    def listed_object(self, kind: str, uid: str) -> None:
+        if kind == LEDGERS_KIND:
+            self._listing.add(uid)
+
+    def listing_done(self, kind: str) -> None:
+        if kind != LEDGERS_KIND:
+            return
+        listed, self._listing = self._listing, set()
+        for name, stored in self.by_node.items():
+            if stored.exists and stored.uid and stored.uid not in listed:
+                stored.forget()
+                self.mark({name})
+
+    def ledger_event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """One event of the ledgers' stream (a ``spec.frozen`` change, a deletion, a foreign status edit)."""
+        meta = _dict(body.get("metadata"))
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            return
+        uid = str(meta.get("uid") or "")
+        rv = str(meta.get("resourceVersion") or "")
+        stored = self.by_node.get(name)
+        if event_type == "DELETED":
+            if stored is not None and (not uid or not stored.uid or stored.uid == uid):
+                stored.forget()
+                self.mark({name})
+            return
+        if stored is None:
+            stored = self.by_node[name] = Stored(mapping_changed_at=self.clock())
+        same = stored.exists and stored.uid == uid
+        if same and rv and stored.resource_version and not newer(rv, stored.resource_version):
+            return  # our own write, or an event older than it
+        status = _dict(body.get("status"))
+        if same and _int(status.get("ledgerVersion")) == stored.guard_version and (
+            (semantic_content(status) if status else "") == stored.content
+        ):
+            stored.resource_version = rv
+            if stored.read_spec(_dict(body.get("spec"))):
+                self.mark({name})
+            return
+        # New, edited or rewritten behind the writer's back: take what is stored (versions never go back);
+        # the next plan compares against it.
+        versions = (stored.ledger_version, stored.mapping_version)
+        mapping_changed_at = stored.mapping_changed_at
+        stored.read(body)
+        stored.ledger_version = max(stored.ledger_version, versions[0])
+        stored.mapping_version = max(stored.mapping_version, versions[1])
+        stored.mapping_changed_at = mapping_changed_at
+        self.mark({name})

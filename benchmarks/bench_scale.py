@@ -7,8 +7,8 @@ Rules (docs/style.md, "Tooling"):
    * LIST-and-decode: a bare client process that lists the four kinds (pages of 500, ``json.loads``), keeps
      nothing, and exits. The rebuild's floor.
    * the empty Kopf operator: empty ``on.event`` handlers on the same five resources as ``draledger run``,
-     with the same settings (``handlers.settings_for``) and collector setting. The floor of CPU per event
-     and of memory.
+     with the same settings (``handlers.settings_for``: its listings in pages of 500, as the operator's)
+     and collector setting. The floor of CPU per event and of memory.
 3. Whole processes, timed by this process from spawn: interpreter start and imports count. The emulator
    serves from this process (as kube-apiserver serves from its own); its loaded store is frozen out of the
    collector. Memory is the child's resident set (``/proc/<pid>/status``).
@@ -221,7 +221,8 @@ class SnapshotLists:
 
     The emulator builds, filters and sorts the whole collection again for every page: at 150,000 pods and pages
     of 500 that is 300 sorts of 150,000 objects for one LIST, minutes of the emulator's time billed to whichever
-    client pages (both the LIST floor and the operator page; Kopf's own listing asks for everything at once).
+    client pages (the LIST floor, the operator and the empty Kopf operator all page: Kopf by the operator's
+    settings, ``watching.chunk_size``).
     Here the first page's filtered, sorted items are kept under its resourceVersion and later pages are sliced
     from them; an unpaginated or table request goes to the emulator as before. The page is encoded here, with
     msgspec, not by kmock's standard-library encoder. Installed on the class (it is slotted, and an emulator

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from draledger.demo.emulator import ClusterEmulator, serve_emulator
-from draledger.operator import priming
+from draledger.operator import handlers, priming
 from draledger.operator.config import OperatorConfig
 from draledger.operator.metrics import Metrics
 from draledger.operator.running import Operator
@@ -160,8 +160,9 @@ class TestPrimedOperator:
     async def test_a_deletion_compacted_away_before_the_watch_starts_is_still_forgotten(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """Our pod list's version is too old for the watch (410 Gone): Kopf lists pods again, and a pod
-        deleted between our LIST and the watch, whose DELETED event nobody will send, leaves the state."""
+        """Our pod list's version is too old for the watch (410 Gone): Kopf lists pods again, in pages as ours
+        are, and a pod deleted between our LIST and the watch, whose DELETED event nobody will send, leaves
+        the state."""
         pods = [i for i in case_items("v08") if i["kind"] == "Pod"]
         gone = pods[0]["metadata"]
         emulator = ClusterEmulator(journal_limit=2)
@@ -177,6 +178,7 @@ class TestPrimedOperator:
                                       namespace=pods[2]["metadata"]["namespace"])
 
         monkeypatch.setattr(Operator, "_prime", prime_then_churn)
+        monkeypatch.setattr(handlers, "PAGE", 1)
         async with serve_emulator(emulator=emulator) as (emulator, url):
             emulator.load_objects(case_items("v08"))
             async with running(url) as operator:
@@ -184,6 +186,11 @@ class TestPrimedOperator:
                 await eventually(lambda: len(lists(emulator, "pods")) >= 2, what="Kopf's relist of pods")
                 await eventually(lambda: (gone["namespace"], gone["name"]) not in operator.runtime.state.pods,
                                  what="the deleted pod forgotten")
+                relist = [r for r in lists(emulator, "pods") if not r.headers.get("User-Agent", "").startswith(
+                    "draledger/")]
+                assert len(relist) == len(pods) - 1  # the two pods left, one per page
+                assert all(r.params.get("limit") == "1" for r in relist)
+                assert "continue" in relist[-1].params
 
 
 class TestLedgerStream:

@@ -443,6 +443,26 @@ def _slice(generation: int, multiplier: str) -> dict[str, Any]:
                              "cpu": {"allocationMultiplier": multiplier}}}]}}
 
 
+class TestRestartMarks:
+    async def test_a_restart_marks_only_the_ledgers_of_the_canary(self) -> None:
+        """Ledgers written by a run that kept every node; a restart with ``--node-selector`` marks Rebuilding
+        (and rewrites) only the selected node's: the others are not its own, and nothing would write them
+        again, so they keep what they hold."""
+        async with serve_emulator() as (emulator, url):
+            emulator.load_objects(case_items("v08"))
+            emulator.patch_object(NODES, "n1", {"metadata": {"labels": {"canary": "yes"}}})
+            async with running(url):
+                for node in ("n1", "n2", "n3"):
+                    await eventually(phase_is(emulator, node, "Ready"))
+            before = {node: status(emulator, node)["ledgerVersion"] for node in ("n2", "n3")}
+            async with running(url, node_selector="canary=yes") as operator:
+                await eventually(operator.runtime.rebuilt.is_set)
+                await eventually(phase_is(emulator, "n1", "Ready"), what="the canary's ledger rewritten")
+                assert status(emulator, "n1")["ledgerVersion"] >= 2
+            assert before == {node: status(emulator, node)["ledgerVersion"] for node in ("n2", "n3")}
+            assert ["Ready", "Ready"] == [status(emulator, node)["phase"] for node in ("n2", "n3")]
+
+
 class TestRefusedRegression:
     async def test_a_refused_regression_is_on_the_ledger_and_survives_a_restart(self) -> None:
         """An older pool generation is refused, shown on the ledger, still refused after a restart, and

@@ -37,13 +37,12 @@ import msgspec
 import structlog
 
 from draledger.operator.config import OperatorConfig
-from draledger.operator.handlers import WATCHED, collection_path, list_params
+from draledger.operator.handlers import PAGE, WATCHED, collection_path, list_params
 from draledger.operator.kubeapi import KubeApi
 from draledger.operator.runtime import Runtime
 
 log = structlog.get_logger("draledger")
 ORDER = ("nodes", "resourceslices", "resourceclaims", "pods")
-PAGE = 500  # items per LIST page, as client-go's informers ask
 ATTEMPTS = 2  # the client's own retries per page: a refused kind soon yields its turn to the others (rule 2)
 RETRY_CAP = 15.0
 _DECODER = msgspec.json.Decoder()

@@ -112,18 +112,28 @@ class Writer:
         log.info("stored ledgers read", count=len(self.stored))
 
     async def mark_rebuilding(self) -> None:
-        for name, stored in sorted(self.stored.by_node.items()):
-            if stored.phase == "Rebuilding" or not stored.exists:
-                continue
-            version = stored.ledger_version + 1
-            patch = {
-                "status": {"phase": "Rebuilding", "ledgerVersion": version, "observedTime": now_rfc3339()}
-            }
-            if await self._send(name, "rebuilding", self.api.merge_patch(f"{LEDGERS}/{name}/status", patch)):
-                old = stored.phase
-                stored.ledger_version = stored.guard_version = version
-                stored.phase, stored.content, stored.has_status = "Rebuilding", "", True
-                await self._phase_event(name, stored, old, "the operator (re)started; recounting every object")
+        """Mark the stored ledgers Rebuilding, ``write_concurrency`` at a time. With ``--node-selector``, only
+        the ledgers of the Nodes that match it now: a ledger of a node outside the canary is not this
+        operator's, and nothing would ever write it again."""
+        names = sorted(name for name, stored in self.stored.existing() if stored.phase != "Rebuilding")
+        selector = self.runtime.config.node_selector
+        if selector and names:
+            selected = {(obj.get("metadata") or {}).get("name")
+                        for obj in await self.api.list_all("/api/v1/nodes", labelSelector=selector)}
+            names = [name for name in names if name in selected]
+        await asyncio.gather(*(self._mark_rebuilding(name) for name in names))
+
+    async def _mark_rebuilding(self, name: str) -> None:
+        stored = self.stored.of(name)
+        version = stored.ledger_version + 1
+        patch = {"status": {"phase": "Rebuilding", "ledgerVersion": version, "observedTime": now_rfc3339()}}
+        async with self._slots:
+            sent = await self._send(name, "rebuilding", self.api.merge_patch(f"{LEDGERS}/{name}/status", patch))
+        if sent:
+            old = stored.phase
+            stored.ledger_version = stored.guard_version = version
+            stored.phase, stored.content, stored.has_status = "Rebuilding", "", True
+            await self._phase_event(name, stored, old, "the operator (re)started; recounting every object")
 
     # ----- the loop -----
     async def run(self) -> None:

@@ -717,3 +717,19 @@ class TestCommandLine:
         done = run_audit()
         assert 2 == done.returncode
         assert "-f" in done.stderr
+
+
+class TestImports:
+    def test_audit_runs_without_the_operators_libraries(self) -> None:
+        """``draledger audit`` needs no install of the operator's stack: neither Kopf, the kubernetes client,
+        aiohttp nor pydantic is imported (pydantic alone was 0.17 s of a 1,000-node audit's 6.3 s)."""
+        example = Path(__file__).parent / "data" / "example-cluster.json"
+        probe = (
+            "import sys, runpy, contextlib, io\n"
+            f"sys.argv = ['draledger', 'audit', '-f', {str(example)!r}, '-o', 'json']\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    runpy.run_module('draledger', run_name='__main__')\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'kopf', 'kubernetes', 'aiohttp', 'pydantic'}))\n"
+        )
+        result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        assert "[]" == result.stdout.strip(), result.stderr

@@ -19,15 +19,8 @@ from draledger.commands import dumps
 from draledger.commands.audit import ledgers_of
 from draledger.core import crds
 from draledger.core.accounting.ledger import Condition, Flags
-from draledger.core.ledgers import (
-    API_VERSION,
-    KIND,
-    NodeAllocatableLedgerSpec,
-    _problem,
-    ledger_object,
-    stamp_conditions,
-    status_of,
-)
+from draledger.core.ledgers import API_VERSION, KIND, ledger_object
+from draledger.core.models import NodeAllocatableLedgerSpec, _problem, stamp_conditions, status_json, status_of
 from draledger.core.views import ObjectRef, Problem
 from strategies import clusters
 
@@ -289,7 +282,8 @@ class TestLedgerResource:
 
     def test_object_is_owned_by_its_node(self) -> None:
         """The resource is named after the Node and owned by it; the spec defaults to not frozen."""
-        obj = ledger_object(status_of(self._ledger(), ledger_version=3, mapping_version=2, now=NOW), "u-1")
+        obj = ledger_object(status_json(status_of(self._ledger(), ledger_version=3, mapping_version=2, now=NOW)),
+                            "u-1")
         assert (API_VERSION, KIND, "n1") == (obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
         assert [{"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "u-1"}] == obj["metadata"]["ownerReferences"]
         assert {"frozen": False} == obj["spec"]
@@ -299,14 +293,15 @@ class TestLedgerResource:
     def test_without_node_uid_and_with_spec(self) -> None:
         """Without a node UID there is no ownerReference; a given spec is written as is."""
         status = status_of(self._ledger(), ledger_version=1, mapping_version=1, now=NOW)
-        obj = ledger_object(status, spec=NodeAllocatableLedgerSpec(frozen=True, reason="maintenance"))
+        spec = NodeAllocatableLedgerSpec(frozen=True, reason="maintenance")
+        obj = ledger_object(status_json(status), spec=spec.model_dump(by_alias=True, exclude_none=True))
         assert "ownerReferences" not in obj["metadata"]
         assert {"frozen": True, "reason": "maintenance"} == obj["spec"]
         assert [] == schema_errors(obj)
 
     def test_problems_name_their_object(self) -> None:
         """A problem carries kind, name, field and value; absent parts are left out, not null."""
-        obj = ledger_object(status_of(self._ledger(), ledger_version=1, mapping_version=1, now=NOW))
+        obj = ledger_object(status_json(status_of(self._ledger(), ledger_version=1, mapping_version=1, now=NOW)))
         assert [{"reason": "MalformedField", "kind": "Node", "name": "n1", "field": "status.allocatable.cpu",
                  "value": "'12x'"}] == [{k: v for k, v in p.items() if k != "message"}
                                         for p in obj["status"]["problems"]]
@@ -331,6 +326,8 @@ class TestLedgerResource:
 
     def test_deterministic_serialisation(self) -> None:
         """The same ledger serialises to the same JSON (the operator skips unchanged writes)."""
-        first = ledger_object(status_of(self._ledger(), ledger_version=1, mapping_version=1, now=NOW), "u-1")
-        second = ledger_object(status_of(self._ledger(), ledger_version=1, mapping_version=1, now=NOW), "u-1")
+        first = ledger_object(status_json(status_of(self._ledger(), ledger_version=1, mapping_version=1, now=NOW)),
+                              "u-1")
+        second = ledger_object(status_json(status_of(self._ledger(), ledger_version=1, mapping_version=1, now=NOW)),
+                               "u-1")
         assert first == second

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from draledger.core import quantities
-from draledger.core.ledgers import QUANTITY_PATTERN
+from draledger.core.models import QUANTITY_PATTERN
 from draledger.core.quantities import NANO, ZERO, Quantity, QuantityError, format_nanos, parse_quantity
 
 

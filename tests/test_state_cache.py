@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from draledger.commands import dumps
 from draledger.commands.audit import ledgers_of
 from draledger.core.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint
-from draledger.core.ledgers import status_json, status_of
+from draledger.core.models import status_json, status_of
 from draledger.core.state import ClusterState, GenerationRegression
 from draledger.core.views import PodView, read_claim, read_node, read_pod, read_slice
 from oracle import NaiveCatalog

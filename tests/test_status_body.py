@@ -14,7 +14,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 
 from draledger.commands.dumps import Loaded, load_items
-from draledger.core.ledgers import NodeAllocatableLedgerStatus, status_body, status_json, status_of
+from draledger.core.ledgers import status_body
+from draledger.core.models import NodeAllocatableLedgerStatus, status_json, status_of
 from strategies import Raw, clusters
 
 CASES = sorted((Path(__file__).parent / "conformance").glob("*.json"))

@@ -55,7 +55,8 @@ from typing import Any
 from draledger.commands.dumps import Loaded, load_items
 from draledger.core.accounting.ledger import Flags, RejectedSlice
 from draledger.core.accounting.release import GATE
-from draledger.core.ledgers import ledger_object, status_of
+from draledger.core.ledgers import ledger_object
+from draledger.core.models import status_json, status_of
 from draledger.demo.emulator import ClusterEmulator
 from draledger.operator.clocks import now_rfc3339
 from draledger.operator.writing import VOLATILE
@@ -344,7 +345,7 @@ def expected_ledgers(emulator: ClusterEmulator, regressed: Mapping[str, Regressi
         ledger = state.ledger(name, flags)
         assert ledger is not None
         status = status_of(ledger, ledger_version=1, mapping_version=1, now=now)
-        out[name] = semantic(ledger_object(status, ledger.node_uid)["status"])
+        out[name] = semantic(ledger_object(status_json(status), ledger.node_uid)["status"])
     return out
 
 

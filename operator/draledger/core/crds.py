@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from pydantic import BaseModel
 
-from draledger.core import ledgers
+from draledger.core import ledgers, models
 
 # ``kubectl get nal`` reads like ``draledger audit``'s table: printer columns can only show a field as it is,
 # so CPU and Memory read ``status.summary`` (the audit figures, humanised: ``3.5/64``, ``41.7Gi/494Gi``) rather
@@ -85,18 +86,18 @@ def _structural(node: Any, defs: dict[str, Any]) -> Any:
     return out
 
 
-def model_schema(model: type[ledgers._Model]) -> dict[str, Any]:
+def model_schema(model: type[BaseModel]) -> dict[str, Any]:
     raw = model.model_json_schema(by_alias=True, mode="serialization")
     defs = raw.pop("$defs", {})
     return _structural(raw, defs)  # type: ignore[no-any-return]
 
 
 def crd() -> dict[str, Any]:
-    status = model_schema(ledgers.NodeAllocatableLedgerStatus)
+    status = model_schema(models.NodeAllocatableLedgerStatus)
     conditions = status["properties"]["conditions"]
     conditions["x-kubernetes-list-type"] = "map"
     conditions["x-kubernetes-list-map-keys"] = ["type"]
-    spec = model_schema(ledgers.NodeAllocatableLedgerSpec)
+    spec = model_schema(models.NodeAllocatableLedgerSpec)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

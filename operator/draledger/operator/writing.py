@@ -38,7 +38,8 @@ from typing import Any
 import structlog
 
 from draledger.core.accounting.ledger import Flags, Ledger
-from draledger.core.ledgers import PLURAL, NodeAllocatableLedgerStatus, ledger_object, status_body
+from draledger.core.ledgers import PLURAL, ledger_object, status_body
+from draledger.core.models import NodeAllocatableLedgerStatus, status_json
 from draledger.operator import events
 from draledger.operator.backfill import Backfill
 from draledger.operator.clocks import now_rfc3339
@@ -333,7 +334,7 @@ class Writer:
             # the old one. The nodes watch brings the new one; until then nothing is written for it.
             log.info("node was replaced; waiting for the nodes watch", node=node, known=ledger.node_uid, live=live_uid)
             raise ApiError(409, {"message": "node replaced"}, f"create ledger {node}")
-        obj = ledger_object(NodeAllocatableLedgerStatus.model_validate(body), live_uid or ledger.node_uid)
+        obj = ledger_object(status_json(NodeAllocatableLedgerStatus.model_validate(body)), live_uid or ledger.node_uid)
         obj.pop("status")
         try:
             created = await self.api.create(LEDGERS, obj, attempts=1)

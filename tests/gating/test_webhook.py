@@ -70,27 +70,30 @@ def applied(response: dict[str, Any], original: dict[str, Any]) -> dict[str, Any
 
 class TestWebhook:
     @pytest.mark.parametrize(
-        ("namespace", "body", "gates"),
+        ("namespace", "body", "gates", "result"),
         [
-            pytest.param("team-a", pod(), [GATE], id="claims-get-the-gate"),
-            pytest.param("team-a", pod(claims=False), None, id="no-claims-untouched"),
-            pytest.param(
-                "team-a", pod(gates=[{"name": "other.io/x"}]), [{"name": "other.io/x"}, GATE], id="existing-gates-kept"
-            ),
-            pytest.param("team-a", pod(gates=[GATE]), [GATE], id="already-gated-once"),
-            pytest.param("kube-system", pod(), None, id="excluded-namespace"),
-            pytest.param("team-a", {**pod(), "spec": {**pod()["spec"], "nodeName": "n1"}}, None, id="created-bound"),
+            pytest.param("team-a", pod(), [GATE], "gated", id="claims-get-the-gate"),
+            pytest.param("team-a", pod(claims=False), None, "no-claims", id="no-claims-untouched"),
+            pytest.param("team-a", pod(gates=[{"name": "other.io/x"}]), [{"name": "other.io/x"}, GATE], "gated",
+                         id="existing-gates-kept"),
+            pytest.param("team-a", pod(gates=[GATE]), [GATE], "already-gated", id="already-gated-once"),
+            pytest.param("kube-system", pod(), None, "excluded-namespace", id="excluded-namespace"),
+            pytest.param("team-a", {**pod(), "spec": {**pod()["spec"], "nodeName": "n1"}}, None, "already-bound",
+                         id="created-bound"),
         ],
     )
     async def test_admission(
-        self, cert_dir: pathlib.Path, namespace: str, body: dict[str, Any], gates: list[dict[str, str]] | None
+        self, cert_dir: pathlib.Path, namespace: str, body: dict[str, Any], gates: list[dict[str, str]] | None,
+        result: str,
     ) -> None:
-        """Pods with claims get our gate appended once; others and excluded namespaces are untouched."""
+        """Pods with claims get our gate appended once; others and excluded namespaces are untouched; each
+        answer is counted by what was done (``draledger_webhook_admissions_total``)."""
         port = free_port()
         context = ssl.create_default_context(cafile=str(cert_dir / "tls.crt"))
         async with (
             serve_emulator() as (_, url),
-            running(url, webhook=True, webhook_host="127.0.0.1", webhook_port=port, webhook_cert_dir=str(cert_dir)),
+            running(url, webhook=True, webhook_host="127.0.0.1", webhook_port=port,
+                    webhook_cert_dir=str(cert_dir)) as operator,
             aiohttp.ClientSession() as session,
         ):
 
@@ -104,7 +107,10 @@ class TestWebhook:
                     return None
 
             response = await eventually(call, what="the webhook to answer")
+            counted = operator.metrics.registry.get_sample_value(
+                "draledger_webhook_admissions_total", {"result": result})
         assert gates == applied(response, body)["spec"].get("schedulingGates")
+        assert 1 == counted
 
     @pytest.mark.parametrize(
         "payload",

@@ -29,6 +29,7 @@ from draledger.core.accounting.release import GATE, NodeStanding, decide
 from draledger.core.views import PodView
 from draledger.operator import events
 from draledger.operator.kubeapi import ApiError, Conflict, KubeApi
+from draledger.operator.metrics import Metrics
 
 if TYPE_CHECKING:
     from draledger.operator.runtime import Runtime
@@ -60,7 +61,20 @@ class GatingWebhookServer(kopf.WebhookServer):
         return await kopf.WebhookServer._serve(fn, request)
 
 
-def register_webhook(registry: kopf.OperatorRegistry, excluded: frozenset[str]) -> None:
+def admission(spec: dict[str, Any], namespace: str, excluded: frozenset[str]) -> str:
+    """What the webhook does with a pod being created: ``gated``, or why it passes untouched."""
+    if not spec.get("resourceClaims"):
+        return "no-claims"
+    if namespace in excluded:
+        return "excluded-namespace"
+    if spec.get("nodeName"):  # the API server refuses a scheduling gate on a pod created bound
+        return "already-bound"
+    if any(isinstance(g, dict) and g.get("name") == GATE for g in spec.get("schedulingGates") or []):
+        return "already-gated"
+    return "gated"
+
+
+def register_webhook(registry: kopf.OperatorRegistry, excluded: frozenset[str], metrics: Metrics) -> None:
     @kopf.on.mutate(
         "v1",
         "pods",
@@ -71,15 +85,12 @@ def register_webhook(registry: kopf.OperatorRegistry, excluded: frozenset[str]) 
         side_effects=False,
     )
     async def gate_pods(body: kopf.Body, patch: kopf.Patch, namespace: str | None, **_: Any) -> None:
-        spec = body.get("spec") or {}
-        if not spec.get("resourceClaims") or (namespace or "") in excluded:
-            return
-        if spec.get("nodeName"):  # the API server refuses a scheduling gate on a pod created bound
-            return
-        gates = [dict(g) for g in spec.get("schedulingGates") or [] if isinstance(g, dict)]
-        if any(g.get("name") == GATE for g in gates):
-            return
-        patch.spec["schedulingGates"] = [*gates, {"name": GATE}]
+        spec = dict(body.get("spec") or {})
+        result = admission(spec, namespace or "", excluded)
+        metrics.admissions.labels(result).inc()
+        if result == "gated":
+            gates = [dict(g) for g in spec.get("schedulingGates") or [] if isinstance(g, dict)]
+            patch.spec["schedulingGates"] = [*gates, {"name": GATE}]
 
 
 class Releaser:

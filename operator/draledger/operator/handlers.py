@@ -70,7 +70,7 @@ def register(
         kopf.on.event(*selector, registry=registry, id=f"{kind}-event")(translate())
 
     if runtime.config.webhook:
-        register_webhook(registry, frozenset(runtime.config.gate_exclude_namespaces))
+        register_webhook(registry, frozenset(runtime.config.gate_exclude_namespaces), runtime.metrics)
 
     @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry, id="ledger-event")
     async def ledger_event(event: Any, **_: Any) -> None:

@@ -118,6 +118,12 @@ class Metrics:
         self.gated_oldest = Gauge(
             "draledger_gated_pod_oldest_seconds", "Age of the oldest pod still held by the gate", registry=r
         )
+        self.admissions = Counter(
+            "draledger_webhook_admissions",
+            "Pod CREATE reviews the gating webhook answered: gated, or passed (and why)",
+            ["result"],
+            registry=r,
+        )
         self.gate_releases = Counter(
             "draledger_gate_releases", "Gates removed (pods released to the scheduler)", registry=r
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import gc
 from collections.abc import Iterator
 
@@ -169,3 +170,30 @@ class TestMetricSetters:
         assert requested() is None
         metrics.observe_ledger(ledger)
         assert requested() == value
+
+    def test_an_unchanged_line_sets_nothing_and_a_changed_one_is_set(self) -> None:
+        """Lines equal to the last ones observed are skipped (most writes change one resource); any change
+        reaches its series."""
+        clock = Clock()
+        runtime = Runtime(OperatorConfig(), Metrics(), clock)
+        items = case_items("v01")
+        for item in items:
+            runtime.event(KIND[item["kind"]], None, item)
+        node = sorted(runtime.state.nodes)[0]
+        ledger = runtime.state.ledger(node)
+        assert ledger is not None
+        metrics = runtime.metrics
+        metrics.observe_ledger(ledger)
+
+        def requested() -> float | None:
+            return metrics.registry.get_sample_value(
+                "draledger_node_resource", {"node": node, "resource": "cpu", "figure": "requested"})
+
+        before = requested()
+        assert before
+        metrics.observe_ledger(ledger)
+        assert before == requested()
+        line = ledger.resources["cpu"]
+        grown = dataclasses.replace(line, requested=line.requested + line.requested)
+        metrics.observe_ledger(dataclasses.replace(ledger, resources={**ledger.resources, "cpu": grown}))
+        assert 2 * before == requested()

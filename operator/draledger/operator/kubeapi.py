@@ -22,6 +22,7 @@ from typing import Any
 
 import aiohttp
 import kopf
+import msgspec
 
 from draledger import __version__
 
@@ -29,6 +30,7 @@ JSON_PATCH = "application/json-patch+json"
 FIELD_MANAGER = "draledger"
 USER_AGENT = f"draledger/{__version__}"
 MERGE_PATCH = "application/merge-patch+json"
+_ENCODER = msgspec.json.Encoder()
 
 
 class ApiError(Exception):
@@ -158,7 +160,7 @@ class KubeApi:
         for attempt in range(len(delays) + 1):
             try:
                 session = await self.session()
-                data = json.dumps(body) if body is not None else None
+                data = _ENCODER.encode(body) if body is not None else None
                 async with session.request(
                     method,
                     self.server + path,
@@ -236,5 +238,8 @@ class KubeApi:
     ) -> Any:
         return await self.request("PATCH", path, body=patch, content_type=MERGE_PATCH, reply=reply, attempts=attempts)
 
-    async def json_patch(self, path: str, ops: list[dict[str, Any]], *, attempts: int | None = None) -> Any:
-        return await self.request("PATCH", path, body=ops, content_type=JSON_PATCH, attempts=attempts)
+    async def json_patch(
+        self, path: str, ops: list[dict[str, Any]], *, attempts: int | None = None,
+        decode: Callable[[bytes], Any] | None = None,
+    ) -> Any:
+        return await self.request("PATCH", path, body=ops, content_type=JSON_PATCH, attempts=attempts, decode=decode)

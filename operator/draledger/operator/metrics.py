@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from draledger.core.accounting.ledger import PHASES, Ledger
+from draledger.core.accounting.ledger import PHASES, Ledger, ResourceLine
 from draledger.core.quantities import Quantity
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series only double the scrape size
@@ -138,6 +138,7 @@ class Metrics:
             self.ledgers.labels(phase).set(0)
         # (gauge, label values) -> that child's bound ``set``: a ledger write sets about twenty series.
         self._setters: dict[tuple[Gauge, tuple[str, ...]], Callable[[float], None]] = {}
+        self._lines: dict[tuple[str, str], ResourceLine] = {}  # (node, resource) -> the line last set
 
     def count_event(self, kind: str) -> None:
         counts = self.event_counts
@@ -157,7 +158,11 @@ class Metrics:
     def observe_ledger(self, ledger: Ledger) -> None:
         node = ledger.node_name
         setter = self._setter
+        seen = self._lines
         for name, line in ledger.resources.items():
+            if seen.get((node, name)) == line:
+                continue
+            seen[(node, name)] = line
             values = (
                 line.allocatable,
                 line.requested,
@@ -183,6 +188,7 @@ class Metrics:
             self.ledgers.labels(phase).set(count)
 
     def forget_node(self, node: str) -> None:
+        self._lines = {k: v for k, v in self._lines.items() if k[0] != node}
         self._setters = {k: v for k, v in self._setters.items() if not k[1] or k[1][0] != node}
         for gauge in (self.shared_claims, self.numa_spanning, self.divergent_claims):
             with contextlib.suppress(KeyError):

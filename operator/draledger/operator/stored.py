@@ -16,10 +16,11 @@ Rules:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from draledger.core.accounting.ledger import RejectedSlice
 from draledger.operator.watching import LEDGERS_KIND
@@ -35,7 +36,10 @@ def semantic_content(status: Mapping[str, Any]) -> str:
         for c in status.get("conditions") or []
         if isinstance(c, dict)
     ]
-    return json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    return _SORTED.encode(content).decode()
+
+
+_SORTED = msgspec.json.Encoder(order="sorted", enc_hook=str)  # semantic_content: deterministic, ~10x json.dumps
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -52,7 +52,7 @@ import structlog
 
 from draledger.core.accounting.ledger import mapping_fingerprint
 from draledger.core.accounting.zones import zone_capacity
-from draledger.core.ledgers import status_json, status_of
+from draledger.core.models import status_json, status_of
 from draledger.core.quantities import parse_quantity
 from draledger.demo.emulator import ClusterEmulator, serve_emulator
 from draledger.operator import handlers

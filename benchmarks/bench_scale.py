@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from kmock._internal import rendering
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -240,7 +241,7 @@ class SnapshotLists:
 
         ClusterEmulator._serve_list = serve  # type: ignore[method-assign]
 
-    def serve(self, emulator: ClusterEmulator, request: Any, limit: int) -> bytes:
+    def serve(self, emulator: ClusterEmulator, request: Any, limit: int) -> rendering.Response:
         spec = emulator.require(request.resource)
         label, fields = request.params.get("labelSelector"), request.params.get("fieldSelector")
         api_version = api_version_of(request.resource)
@@ -265,9 +266,10 @@ class SnapshotLists:
             self.snapshots[snapshot] = (keys, items)
         else:
             self.snapshots.pop(snapshot, None)
-        return msgspec.json.encode(
+        body = msgspec.json.encode(
             {"kind": f"{spec.kind}List", "apiVersion": api_version, "metadata": metadata, "items": page}
         )
+        return rendering.Response(payload=body, headers={"Content-Type": "application/json"})  # Kopf checks it
 
 
 def load(emulator: ClusterEmulator, seed: int, nodes: int, pods_per_node: int, updates: int) -> Run:

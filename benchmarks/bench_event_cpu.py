@@ -34,7 +34,7 @@ async def floor_round(emulator: ClusterEmulator, run: scale.Run, watch: bench.Le
     child = await scale.spawn([sys.executable, str(scale.HERE), "kopf-floor", url, str(run.objects)])
     try:
         await scale.until(lambda: child.last("listed"), "the floor's initial list", child)
-        await asyncio.sleep(1.0)  # the listing's tail
+        await scale.settled(child)  # the listing's tail
         done = (child.last("events") or (0, 0))[1]
         cpu = child.cpu()
         await scale.paced(emulator, run, watch, lo, lo + args.events, args.rate)
@@ -52,7 +52,8 @@ async def variant_round(emulator: ClusterEmulator, run: scale.Run, watch: bench.
     try:
         await scale.until(scale.ledgers_done(emulator, run.nodes, before), "every ledger Ready", child, period=0.25)
         await scale.until(lambda: watch.baseline(run.nodes), "the baseline", child)
-        await asyncio.sleep(2.0)  # the rebuild's writes and their echoes settle
+        await scale.settled(child)  # the rebuild's writes and their echoes
+        watch.baseline(run.nodes)
         cpu = child.cpu()
         sent = await scale.paced(emulator, run, watch, lo, lo + args.events, args.rate)
         await scale.until(lambda: all(i in watch.written for i in range(lo, lo + args.events)), "every write",

@@ -9,6 +9,7 @@ minimal case on the real cluster and printed as a dump that ``draledger audit`` 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections import Counter
@@ -67,15 +68,16 @@ def run_batch(api: Api, release: Release, cases: list[Case]) -> dict[str, Outcom
 def reduce(api: Api, release: Release, case: Case, first: Disagreement) -> tuple[Case, Outcome]:
     """A smaller case with the same disagreement (same rule and subject), found by dropping pods one at a time."""
     best, outcome = case, None
+    trials = itertools.count(1)  # a namespace of its own per trial: a deleted one lingers while it terminates
     for _ in range(REDUCE_ATTEMPTS):
         pods = [o for o in best.objects if o["kind"] == "Pod" and f"Pod/{o['metadata']['name']}" != first.subject]
         if not pods:
             break
         shrunk = False
         for pod in pods:
-            trial = Case(best.seed, best.namespace + "r", best.driver, best.nodes, [
+            trial = Case(best.seed, best.namespace, best.driver, best.nodes, [
                 o for o in best.objects if o is not pod], best.resizes, best.invalid)
-            trial = _renamed(trial, best.namespace + "r")
+            trial = _renamed(trial, f"{case.namespace}r{next(trials)}")
             outcomes = run_batch(api, release, [trial])
             try:
                 again = [d for d in judge(outcomes[trial.namespace], release_shape(release))
@@ -88,7 +90,7 @@ def reduce(api: Api, release: Release, case: Case, first: Disagreement) -> tuple
         if not shrunk:
             break
     if outcome is None:
-        outcomes = run_batch(api, release, [_renamed(best, best.namespace + "r")])
+        outcomes = run_batch(api, release, [_renamed(best, f"{case.namespace}r{next(trials)}")])
         outcome = next(iter(outcomes.values()))
         clean(api, outcomes)
     return best, outcome

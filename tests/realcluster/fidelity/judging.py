@@ -10,7 +10,11 @@ Rules (issue 12, "Fidelity, differentially"):
 3. Fit: a pod the scheduler left unschedulable with ``Insufficient <r>`` is one the ledger says does not fit on its
    node: the ledger of the node with that pod bound there, its claims allocated as the scheduler would (any free
    devices of the right class: they all map alike, generating rule 2), has ``free_units[r] < 0``. A node with only
-   scheduler-bound pods always fits. Judged in the scheduler's integer units.
+   scheduler-bound pods always fits. Judged in the scheduler's integer units. A pod the scheduler cannot bind
+   (its PreBind fails, e.g. kube-scheduler v1.37.2 writes a container twice in the claim statuses of a container
+   that names one claim through two requests, which the API server refuses as ``Duplicate value``) is retried
+   for ever and charged by the scheduler while each attempt holds it (assumed), never by the ledger (it is not
+   bound): a refusal that such pods on the node explain, counted as bound, is no disagreement.
 4. Probes: a claim-free pod asking for a node's ``free_units + 1`` is refused as ``Insufficient``; one asking for
    exactly ``free_units`` is bound (rule 4 of ``running``).
 5. Rejections: every object the real API refused, fed to ``audit`` as part of its case's dump, is named by a
@@ -207,6 +211,21 @@ def would_be(case: Case, outcome: Outcome, pod: dict[str, Any]) -> list[dict[str
     return items
 
 
+def _stuck_in_prebind(outcome: Outcome, node: str) -> list[str]:
+    """The unbound pods for ``node`` whose binding fails at PreBind (the scheduler assumes them, rule 3)."""
+    return [pod["metadata"]["name"] for pod in outcome.dump
+            if pod["kind"] == "Pod" and not pod["spec"].get("nodeName")
+            and (pod["spec"].get("nodeSelector") or {}).get("fidelity.draledger.dev/node") == node
+            and "running PreBind plugin" in _unschedulable(pod)]
+
+
+def _bound(items: list[dict[str, Any]], names: list[str], node: str) -> list[dict[str, Any]]:
+    for item in items:
+        if item["kind"] == "Pod" and item["metadata"]["name"] in names:
+            item["spec"]["nodeName"] = node
+    return items
+
+
 def judge_fit(outcome: Outcome) -> list[Disagreement]:
     found = []
     for pod in outcome.dump:
@@ -222,8 +241,13 @@ def judge_fit(outcome: Outcome) -> list[Disagreement]:
             continue
         node = pod["spec"]["nodeSelector"]["fidelity.draledger.dev/node"]
         ledger = ledgers(items)[node]
+        stuck = _stuck_in_prebind(outcome, node)
+        assumed = ledgers(_bound(items, stuck, node))[node] if stuck else ledger
         for resource in insufficient:
             line = ledger.resources.get(resource)
+            explained = assumed.resources.get(resource)
+            if explained is not None and explained.free_units < 0 <= (line.free_units if line else 0):
+                continue  # the scheduler charged a pod it keeps failing to bind (rule 3)
             if line is None or line.free_units >= 0:
                 found.append(Disagreement(outcome.case.namespace, "fit", f"Pod/{pod['metadata']['name']}",
                                           f"scheduler: Insufficient {resource}; the ledger says it fits "

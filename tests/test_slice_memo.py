@@ -174,3 +174,26 @@ class TestRepublishedDevices:
         first = read_slice(self.slice_with({}), memo)
         memo.forget("s")
         assert read_slice(self.slice_with({}), memo).devices is not first.devices
+
+
+class TestSharedTables:
+    def test_equal_tables_of_one_slice_are_kept_once(self) -> None:
+        """Cores published alike share their attribute, capacity and mapping tables (slices rule 5); a core
+        that differs keeps its own, and what each device reads as is unchanged."""
+
+        def core(name: str, numa: int, multiplier: str) -> dict[str, Any]:
+            return {"name": name, "attributes": {"numaNode": {"int": numa}},
+                    "nodeAllocatableResourceMappings": {"cpu": {"allocationMultiplier": multiplier}}}
+
+        raw = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+               "spec": {"driver": "d", "nodeName": "n", "pool": {"name": "n", "generation": 1,
+                                                               "resourceSliceCount": 1},
+                        "devices": [core("c0", 0, "2"), core("c1", 0, "2"), core("c2", 1, "3")]}}
+        c0, c1, c2 = read_slice(raw).devices
+        assert c0.attributes is c1.attributes
+        assert c0.mappings is c1.mappings
+        assert c0.capacity is c2.capacity
+        assert c2.attributes is not c0.attributes
+        assert c2.mappings is not c0.mappings
+        assert ({"numaNode": 1}, "3") == (c2.attributes, str(c2.mappings["cpu"].multiplier))
+        assert ({"numaNode": 0}, "2") == (c1.attributes, str(c1.mappings["cpu"].multiplier))

@@ -6,10 +6,11 @@ import argparse
 import asyncio
 import dataclasses
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
+from draledger.core.accounting.ledger import Ledger
 from draledger.operator.config import OperatorConfig, add_arguments, from_args
 from draledger.operator.metrics import Metrics
 from draledger.operator.running import tune_gc
@@ -144,29 +145,33 @@ class TestFlags:
 
 
 
+def observed() -> tuple[Metrics, Ledger, Callable[[], float | None]]:
+    """Metrics, the first node's ledger of case v01, and the node's ``requested`` cpu series as scraped."""
+    runtime = Runtime(OperatorConfig(), Metrics(), Clock())
+    for item in case_items("v01"):
+        runtime.event(KIND[item["kind"]], None, item)
+    node = sorted(runtime.state.nodes)[0]
+    ledger = runtime.state.ledger(node)
+    assert ledger is not None
+    metrics = runtime.metrics
+
+    def requested() -> float | None:
+        return metrics.registry.get_sample_value(
+            "draledger_node_resource", {"node": node, "resource": "cpu", "figure": "requested"}
+        )
+
+    return metrics, ledger, requested
+
+
 class TestMetricSetters:
     def test_a_forgotten_node_comes_back_when_observed_again(self) -> None:
         """Setters are cached per series; forgetting a node must not leave them pointing at removed series."""
-        clock = Clock()
-        runtime = Runtime(OperatorConfig(), Metrics(), clock)
-        items = case_items("v01")
-        for item in items:
-            runtime.event(KIND[item["kind"]], None, item)
-        node = sorted(runtime.state.nodes)[0]
-        ledger = runtime.state.ledger(node)
-        assert ledger is not None
-        metrics = runtime.metrics
-
-        def requested() -> float | None:
-            return metrics.registry.get_sample_value(
-                "draledger_node_resource", {"node": node, "resource": "cpu", "figure": "requested"}
-            )
-
+        metrics, ledger, requested = observed()
         metrics.observe_ledger(ledger)
         value = requested()
         assert value is not None
         assert value > 0
-        metrics.forget_node(node)
+        metrics.forget_node(ledger.node_name)
         assert requested() is None
         metrics.observe_ledger(ledger)
         assert requested() == value
@@ -174,21 +179,8 @@ class TestMetricSetters:
     def test_an_unchanged_line_sets_nothing_and_a_changed_one_is_set(self) -> None:
         """Lines equal to the last ones observed are skipped (most writes change one resource); any change
         reaches its series."""
-        clock = Clock()
-        runtime = Runtime(OperatorConfig(), Metrics(), clock)
-        items = case_items("v01")
-        for item in items:
-            runtime.event(KIND[item["kind"]], None, item)
-        node = sorted(runtime.state.nodes)[0]
-        ledger = runtime.state.ledger(node)
-        assert ledger is not None
-        metrics = runtime.metrics
+        metrics, ledger, requested = observed()
         metrics.observe_ledger(ledger)
-
-        def requested() -> float | None:
-            return metrics.registry.get_sample_value(
-                "draledger_node_resource", {"node": node, "resource": "cpu", "figure": "requested"})
-
         before = requested()
         assert before
         metrics.observe_ledger(ledger)

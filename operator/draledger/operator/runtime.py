@@ -338,37 +338,30 @@ class Runtime:
                 log.info("watch streams recovered; ledgers fresh again")
             self.mark_all()
 
-    def renewing(self) -> bool:
-        """Whether the only streams down are being renewed, each for less than ``RECONNECT_GRACE`` (rule 7)."""
+    def _stream_issues(self) -> list[tuple[str, bool]]:
+        """Each stream that is not healthy this moment: why, and whether it is only being renewed (reconnecting
+        for less than ``RECONNECT_GRACE``, rule 7)."""
         now = self.clock()
         window = self.config.freshness_window
-        renewing = False
+        issues = []
         for kind in (*KINDS, LEDGERS_KIND):
             health = self.health[kind]
-            if kind in self._relisting or health.broken_since is not None:
-                return False
             since = health.connecting_since
-            if since is not None:
-                if now - since >= RECONNECT_GRACE:
-                    return False
-                renewing = True
+            if kind in self._relisting:
+                issues.append((f"the {kind} watch is relisting", False))
+            elif health.broken_since is not None:
+                issues.append((f"the {kind} watch is broken ({health.broken_reason})", False))
+            elif since is not None:
+                issues.append((f"the {kind} watch is reconnecting", now - since < RECONNECT_GRACE))
             elif health.last_contact is None or now - health.last_contact > window:
-                return False
-        return renewing
+                issues.append((f"no recent contact with the {kind} watch", False))
+        return issues
+
+    def renewing(self) -> bool:
+        """Whether the only streams down are being renewed, each for less than ``RECONNECT_GRACE`` (rule 7)."""
+        issues = self._stream_issues()
+        return bool(issues) and all(renewal for _, renewal in issues)
 
     def streams_unhealthy(self) -> str:
         """Why a decision made now could rest on old data ("" when every stream is healthy this moment)."""
-        now = self.clock()
-        window = self.config.freshness_window
-        reasons = []
-        for kind in (*KINDS, LEDGERS_KIND):
-            health = self.health[kind]
-            if kind in self._relisting:
-                reasons.append(f"the {kind} watch is relisting")
-            elif health.broken_since is not None:
-                reasons.append(f"the {kind} watch is broken ({health.broken_reason})")
-            elif health.reconnecting:
-                reasons.append(f"the {kind} watch is reconnecting")
-            elif health.last_contact is None or now - health.last_contact > window:
-                reasons.append(f"no recent contact with the {kind} watch")
-        return "; ".join(reasons)
+        return "; ".join(reason for reason, _ in self._stream_issues())

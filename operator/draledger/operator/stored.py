@@ -147,9 +147,6 @@ class StoredLedgers:
     def __len__(self) -> int:
         return len(self.by_node)
 
-    def get(self, node: str) -> Stored | None:
-        return self.by_node.get(node)
-
     def of(self, node: str) -> Stored:
         """The node's entry, a new one (nothing stored) the first time."""
         stored = self.by_node.get(node)

@@ -392,7 +392,7 @@ class Writer:
         try:
             obj = await self.api.get(f"{LEDGERS}/{node}", attempts=1)
         except NotFound:
-            stored.exists, stored.has_status, stored.content, stored.uid = False, False, "", ""
+            stored.forget()
             return
         mapping_changed_at = stored.mapping_changed_at
         stored.read(obj)

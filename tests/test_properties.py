@@ -251,6 +251,25 @@ class TestLedgerProperties:
                 line = ledger.resources.get(resource)
                 assert in_zones <= (line.claims.value if line else Decimal(0))
 
+    @settings(FAST, max_examples=50)
+    @given(clusters(), st.sampled_from([Flags().numa_attributes, ("numaNode",), ("dra.cpu/numaNode", "model")]))
+    def test_slices_read_keeping_only_the_numa_attributes_give_the_same_ledgers(
+        self, items: list[Raw], keep: tuple[str, ...]
+    ) -> None:
+        """What the operator's runtime does (slices rule 6) changes no figure, zone or problem."""
+        flags = Flags(numa_attributes=keep)
+        whole, kept = ClusterState(), ClusterState()
+        for item in items:
+            kind = {"Node": "nodes", "Pod": "pods", "ResourceClaim": "resourceclaims"}.get(item["kind"])
+            for state, attributes in ((whole, None), (kept, keep)):
+                if kind is not None:
+                    state.apply(kind, None, item)
+                else:
+                    state.upsert_slice(read_slice(item, keep=attributes))
+        for state in (whole, kept):
+            state.detect_api()
+        assert {n: kept.ledger(n, flags) for n in kept.nodes} == {n: whole.ledger(n, flags) for n in whole.nodes}
+
     @settings(FAST, max_examples=40)
     @given(st.data())
     def test_contribution_does_not_depend_on_how_many_containers_reference_it(self, data: st.DataObject) -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 
 from draledger.core.quantities import parse_quantity
-from draledger.core.views import ObjectRef, Problem, read_claim, read_node, read_pod, read_slice
+from draledger.core.views import ObjectRef, Problem, pods, read_claim, read_node, read_pod, read_slice
 from draledger.core.views.problems import ref_of, show
 from draledger.core.views.slices import Mapping, is_node_allocatable, lookup_qualified
 from strategies import (
@@ -322,6 +322,21 @@ class TestPodView:
         assert ("a",) == second.containers
         assert {} == second.charged()
 
+    def test_equal_requests_share_one_dict(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Rule 7: pods of one template keep one requests dict; other requests keep their own, and past the
+        cap nothing more is kept."""
+        one = read_pod(_typical_pod("web-1"))
+        two = read_pod(_typical_pod("web-2"))
+        assert one.ordinary is two.ordinary
+        other = pod_obj("api-1", "team-a", containers=[container("app", {"cpu": "3"})])
+        assert read_pod(other).ordinary == {"cpu": q("3")}
+        assert read_pod(other).ordinary is not one.ordinary
+        monkeypatch.setattr(pods, "_SHARED", {})
+        monkeypatch.setattr(pods, "SHARED_CAP", 1)
+        assert read_pod(other).ordinary is read_pod(other).ordinary
+        assert read_pod(_typical_pod("web-3")).ordinary is not read_pod(_typical_pod("web-4")).ordinary
+        assert read_pod(_typical_pod("web-5")).ordinary == one.ordinary
+
     def test_retained_view_is_small_and_holds_no_raw_body(self) -> None:
         """A typical pod's view retains well under 2 KiB, and none of the raw body's dicts or lists."""
         raw = _typical_pod("web-7d9f8c6b5-abcde")
@@ -450,6 +465,26 @@ class TestSliceView:
         raw["spec"]["devices"][0]["attributes"]["flag"] = {"bool": True}
         raw["spec"]["devices"][0]["attributes"]["odd"] = {"int": True}
         assert {"numaNode": 1} == read_slice(raw).devices[0].attributes
+
+    def test_keep_only_the_attributes_zones_are_asked_by(self) -> None:
+        """With ``keep`` (rule 6), a device keeps the named integer attributes and the unqualified ones in its
+        driver's domain; the others are still checked, and devices of one NUMA node share one table."""
+        attributes = {"numaNode": 1, "coreID": 7, "dra.cpu/numaNodeID": 0, "other.io/numaNode": 3, "big": 1}
+        raw = slice_obj("s", driver="dra.cpu", devices=[device("d", attributes=attributes),
+                                                        device("e", attributes={**attributes, "coreID": 8})])
+        raw["spec"]["devices"][0]["attributes"]["big"] = {"int": 1 << 64}
+        keep = ("numaNode", "numaNodeID")
+        view = read_slice(raw, keep=keep)
+        assert {"numaNode": 1, "dra.cpu/numaNodeID": 0} == view.devices[0].attributes
+        assert view.devices[0].attributes is view.devices[1].attributes
+        assert ["spec.devices[0].attributes.big.int"] == [p.field for p in view.problems]
+        assert {"numaNode", "coreID", "dra.cpu/numaNodeID", "other.io/numaNode"} <= set(
+            read_slice(raw).devices[0].attributes)
+
+    def test_device_names_are_interned(self) -> None:
+        first = read_slice(slice_obj("a", devices=[device("core-" + "17")])).devices[0].name
+        second = read_slice(slice_obj("b", devices=[device("core-1" + "7")])).devices[0].name
+        assert first is second
 
     def test_ignores_unknown_fields(self) -> None:
         """Unknown slice and device fields are ignored without problems."""

@@ -107,6 +107,18 @@ class TestRebuild:
         assert b"# TYPE draledger_events_processed_total counter" in generate_latest(registry)
 
 
+class TestSlices:
+    @pytest.mark.parametrize("attributes", [("numaNode",), ("coreID",)])
+    async def test_devices_keep_only_the_configured_numa_attributes(self, attributes: tuple[str, ...]) -> None:
+        """The runtime reads slices keeping only ``--numa-attributes`` (slices rule 6)."""
+        rt, _ = runtime(numa_attributes=attributes)
+        body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s", "uid": "u"},
+                "spec": {"driver": "dra.cpu", "nodeName": "n1", "pool": {"name": "n1", "generation": 1},
+                         "devices": [{"name": "c0", "attributes": {"numaNode": {"int": 1}, "coreID": {"int": 5}}}]}}
+        rt.event("resourceslices", None, body)
+        assert set(attributes) == set(rt.state.slices["s"].devices[0].attributes)
+
+
 class TestFreshness:
     async def test_broken_stream_turns_stale_after_the_window_and_recovers(self) -> None:
         """Broken for longer than the window: stale, with a stable message; contact clears it."""

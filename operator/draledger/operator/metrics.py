@@ -2,23 +2,36 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from draledger.core.accounting.ledger import PHASES, Ledger, ResourceLine
-from draledger.core.quantities import Quantity
+from draledger.core.quantities import NANO, Quantity
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series only double the scrape size
 FIGURES = ("allocatable", "requested", "free", "claims", "divergence")
 
 
 def _number(quantity: Quantity) -> float:
-    """Prometheus speaks float64; this is the only place a quantity becomes a float, for export."""
-    return float(quantity.value)
+    """Prometheus speaks float64; this is the only place a quantity becomes a float, for export. Python's
+    integer true division rounds correctly: the nearest float to the exact value, as ``float(quantity.value)``
+    gives, without the Decimal."""
+    return quantity.nanos / NANO
+
+
+def _figures(line: ResourceLine) -> tuple[float, ...]:
+    """One resource line's ``FIGURES``, as exported."""
+    return (
+        _number(line.allocatable),
+        _number(line.requested),
+        _number(line.free),
+        _number(line.claims),
+        _number(line.claims - line.scheduler_charged),
+    )
 
 
 class _MappingAge(Collector):
@@ -34,6 +47,57 @@ class _MappingAge(Collector):
         for node, age in self._ages():
             family.add_metric([node], age)
         yield family
+
+
+@dataclass(slots=True)
+class _Node:
+    lines: dict[str, tuple[float, ...]] = field(default_factory=dict)  # resource -> FIGURES, as exported
+    claims: tuple[int, int, int] | None = None  # shared, NUMA-spanning, divergent
+    phase: str = ""
+
+
+class _NodeSeries(Collector):
+    """The per-node series, built at scrape time from what each node's last ledger showed:
+    ``draledger_node_resource``, ``draledger_shared_claims``, ``draledger_numa_spanning_claims``,
+    ``draledger_divergent_claims`` and ``draledger_ledger_phase``. As labelled prometheus-client children
+    (an object and a lock per series, 28 series a node) they cost 24 KiB a node: 117 MiB at 5,000 nodes."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, _Node] = {}  # written by the event loop; scrapes read copies (one per dict)
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        resource = GaugeMetricFamily(
+            "draledger_node_resource",
+            "Ledger figures per node and resource, in base units (cores, bytes)",
+            labels=["node", "resource", "figure"],
+        )
+        shared = GaugeMetricFamily(
+            "draledger_shared_claims", "Claims consumed by several counted pods (SharedAcrossPods)", labels=["node"]
+        )
+        spanning = GaugeMetricFamily(
+            "draledger_numa_spanning_claims", "Claims whose devices span NUMA zones", labels=["node"]
+        )
+        divergent = GaugeMetricFamily(
+            "draledger_divergent_claims",
+            "Claims whose ledger charge differs from what the scheduler charged",
+            labels=["node"],
+        )
+        phase = GaugeMetricFamily(
+            "draledger_ledger_phase", "1 for the node's current ledger phase", labels=["node", "phase"]
+        )
+        for node, seen in list(self.nodes.items()):
+            for name, values in list(seen.lines.items()):
+                for figure, value in zip(FIGURES, values, strict=True):
+                    resource.add_metric([node, name, figure], value)
+            claims = seen.claims
+            if claims is not None:
+                for family, count in zip((shared, spanning, divergent), claims, strict=True):
+                    family.add_metric([node], count)
+            current = seen.phase
+            if current:
+                for name in PHASES:
+                    phase.add_metric([node, name], 1.0 if name == current else 0.0)
+        yield from (resource, shared, spanning, divergent, phase)
 
 
 class _EventCounts(Collector):
@@ -54,26 +118,11 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.resource = Gauge(
-            "draledger_node_resource",
-            "Ledger figures per node and resource, in base units (cores, bytes)",
-            ["node", "resource", "figure"],
-            registry=r,
-        )
         self.ledgers = Gauge("draledger_ledgers", "Ledgers by phase", ["phase"], registry=r)
         self.slice_regressions = Counter(
             "draledger_slice_generation_regressions",
             "ResourceSlice updates rejected for an older pool generation",
             registry=r,
-        )
-        self.shared_claims = Gauge(
-            "draledger_shared_claims",
-            "Claims consumed by several counted pods (SharedAcrossPods)",
-            ["node"],
-            registry=r,
-        )
-        self.numa_spanning = Gauge(
-            "draledger_numa_spanning_claims", "Claims whose devices span NUMA zones", ["node"], registry=r
         )
         self.watch_restarts = Counter("draledger_watch_restarts", "Relists after a broken watch", ["kind"], registry=r)
         self.rebuild_seconds = Gauge(
@@ -82,6 +131,8 @@ class Metrics:
         # Watch events applied, per kind. Filled on a kind's first event, so no series appears before it.
         self.event_counts: dict[str, int] = {}
         r.register(_EventCounts(self.event_counts))
+        self._nodes = _NodeSeries()
+        r.register(self._nodes)
         self.writes = Counter("draledger_status_writes", "API writes by target", ["target"], registry=r)
         self.write_failures = Counter(
             "draledger_status_write_failures",
@@ -99,15 +150,6 @@ class Metrics:
             "draledger_pod_status_backfill_disabled",
             "1 when the API server drops status.nodeAllocatableResourceClaimStatuses (gate off)",
             registry=r,
-        )
-        self.divergent_claims = Gauge(
-            "draledger_divergent_claims",
-            "Claims whose ledger charge differs from what the scheduler charged",
-            ["node"],
-            registry=r,
-        )
-        self.phase = Gauge(
-            "draledger_ledger_phase", "1 for the node's current ledger phase", ["node", "phase"], registry=r
         )
         self.gated = Gauge(
             "draledger_gated_pods",
@@ -136,10 +178,6 @@ class Metrics:
         self.leader.set_function(lambda: 1.0)  # until an elector says otherwise (Operator)
         for phase in PHASES:
             self.ledgers.labels(phase).set(0)
-        # (gauge, label values) -> that child's bound ``set``: a ledger write sets about twenty series.
-        self._setters: dict[tuple[Gauge, tuple[str, ...]], Callable[[float], None]] = {}
-        self._lines: dict[tuple[str, str], ResourceLine] = {}  # (node, resource) -> the line last set
-
     def count_event(self, kind: str) -> None:
         counts = self.event_counts
         counts[kind] = counts.get(kind, 0) + 1
@@ -147,38 +185,25 @@ class Metrics:
     def watch_mapping_ages(self, ages: Callable[[], Iterable[tuple[str, float]]]) -> None:
         self.registry.register(_MappingAge(ages))
 
-    def _setter(self, gauge: Gauge, *labels: str) -> Callable[[float], None]:
-        """``gauge.labels(*labels).set``, looked up once (``labels`` takes a lock and checks every value)."""
-        key = (gauge, labels)
-        setter = self._setters.get(key)
-        if setter is None:
-            setter = self._setters[key] = gauge.labels(*labels).set
-        return setter
-
     def observe_ledger(self, ledger: Ledger) -> None:
-        node = ledger.node_name
-        setter = self._setter
-        seen = self._lines
-        for name, line in ledger.resources.items():
-            if seen.get((node, name)) == line:
-                continue
-            seen[(node, name)] = line
-            values = (
-                line.allocatable,
-                line.requested,
-                line.free,
-                line.claims,
-                line.claims - line.scheduler_charged,
-            )
-            for figure, value in zip(FIGURES, values, strict=True):
-                setter(self.resource, node, name, figure)(_number(value))
-        setter(self.shared_claims, node)(sum("SharedAcrossPods" in c.problems for c in ledger.claims))
-        setter(self.numa_spanning, node)(sum(len(c.zones) > 1 for c in ledger.claims))
-        setter(self.divergent_claims, node)(sum(c.resources != c.scheduler_charged for c in ledger.claims))
+        seen = self._nodes.nodes.get(ledger.node_name)
+        if seen is None:
+            seen = self._nodes.nodes[ledger.node_name] = _Node()
+        lines = {name: _figures(line) for name, line in ledger.resources.items()}
+        if lines != seen.lines:
+            seen.lines = lines  # replaced whole: a scrape in another thread reads the old or the new one
+        claims = ledger.claims
+        seen.claims = (
+            sum("SharedAcrossPods" in c.problems for c in claims),
+            sum(len(c.zones) > 1 for c in claims),
+            sum(c.resources != c.scheduler_charged for c in claims),
+        )
 
     def set_phase(self, node: str, phase: str) -> None:
-        for name in PHASES:
-            self.phase.labels(node, name).set(1 if name == phase else 0)
+        seen = self._nodes.nodes.get(node)
+        if seen is None:
+            seen = self._nodes.nodes[node] = _Node()
+        seen.phase = phase
 
     def count_phases(self, phases: Iterable[str]) -> None:
         counts = dict.fromkeys(PHASES, 0)
@@ -188,14 +213,4 @@ class Metrics:
             self.ledgers.labels(phase).set(count)
 
     def forget_node(self, node: str) -> None:
-        self._lines = {k: v for k, v in self._lines.items() if k[0] != node}
-        self._setters = {k: v for k, v in self._setters.items() if not k[1] or k[1][0] != node}
-        for gauge in (self.shared_claims, self.numa_spanning, self.divergent_claims):
-            with contextlib.suppress(KeyError):
-                gauge.remove(node)
-        for phase in PHASES:
-            with contextlib.suppress(KeyError):
-                self.phase.remove(node, phase)
-        for labels in list(self.resource._metrics):
-            if labels[0] == node:
-                self.resource.remove(*labels)
+        self._nodes.nodes.pop(node, None)

@@ -164,7 +164,7 @@ class Runtime:
             if state.held:  # a held pod may have been waiting for this claim (ClaimNotSeen, pinning, room)
                 self.wakeup.set()
         else:
-            view = read_slice(body, self.memo)
+            view = read_slice(body, self.memo, self.config.numa_attributes)  # only the attributes zones use
             if view.shape == "v1.37" and view.devices:
                 self.shape_seen = self.shape_seen or "v1.37"
             if self.shape_seen == "v1.37" and state.api != "v1.37":  # the server's rules, once it shows them

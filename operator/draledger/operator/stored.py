@@ -16,6 +16,7 @@ Rules:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,15 +29,16 @@ from draledger.operator.watching import LEDGERS_KIND
 VOLATILE = ("observedTime", "ledgerVersion", "mappingVersion")
 
 
-def semantic_content(status: Mapping[str, Any]) -> str:
-    """The status without versions and timestamps, serialized deterministically."""
+def semantic_content(status: Mapping[str, Any]) -> bytes:
+    """A digest of the status without versions and timestamps, serialized deterministically: all the writer
+    compares, 16 bytes kept per node instead of the whole serialization (kilobytes)."""
     content = {k: v for k, v in status.items() if k not in VOLATILE}
     content["conditions"] = [
         {k: v for k, v in c.items() if k != "lastTransitionTime"}
         for c in status.get("conditions") or []
         if isinstance(c, dict)
     ]
-    return _SORTED.encode(content).decode()
+    return hashlib.blake2b(_SORTED.encode(content), digest_size=16).digest()
 
 
 _SORTED = msgspec.json.Encoder(order="sorted", enc_hook=str)  # semantic_content: deterministic, ~10x json.dumps
@@ -63,7 +65,7 @@ class Stored:
     guard_version: int = 0  # the ledgerVersion the API holds now: the next write's precondition
     mapping_version: int = 0
     fingerprint: str = ""
-    content: str = ""  # deterministic serialization of the semantic content
+    content: bytes = b""  # digest of the semantic content (``semantic_content``)
     phase: str = ""
     conditions: list[dict[str, Any]] = field(default_factory=list)
     frozen: bool = False
@@ -82,7 +84,7 @@ class Stored:
 
     def forget(self) -> None:
         """Nothing is stored (deleted, or never created); the versions seen stay, so they never go back."""
-        self.exists, self.content, self.has_status, self.uid, self.resource_version = False, "", False, "", ""
+        self.exists, self.content, self.has_status, self.uid, self.resource_version = False, b"", False, "", ""
 
     def read(self, obj: Mapping[str, Any]) -> None:
         """Take what the API shows of the object (a LIST item, a GET answer or a watch event)."""
@@ -97,7 +99,7 @@ class Stored:
         self.ledger_version = self.guard_version = _int(status.get("ledgerVersion"))
         self.mapping_version = _int(status.get("mappingVersion"))
         self.fingerprint = str(status.get("mappingFingerprint") or "")
-        self.content = semantic_content(status) if status else ""
+        self.content = semantic_content(status) if status else b""
         self.phase = str(status.get("phase") or "")
         conditions = status.get("conditions")
         self.conditions = [c for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else []
@@ -208,7 +210,7 @@ class StoredLedgers:
             return  # our own write, or an event older than it
         status = _dict(body.get("status"))
         if same and _int(status.get("ledgerVersion")) == stored.guard_version and (
-            (semantic_content(status) if status else "") == stored.content
+            (semantic_content(status) if status else b"") == stored.content
         ):
             stored.resource_version = rv
             if stored.read_spec(_dict(body.get("spec"))):

@@ -103,7 +103,7 @@ class Plan:
 
     ledger: Ledger
     body: dict[str, Any] | None
-    content: str
+    content: bytes
     dirty_since: float
 
 
@@ -136,10 +136,11 @@ class Writer:
     async def load_stored(self) -> None:
         """Read every stored ledger before the first write, so versions continue from them and what they
         hold is what the first writes compare against; refusals they keep are seeded again."""
-        for obj in await self.api.list_all(LEDGERS):
-            name = self.stored.load(obj)
-            if name is not None:
-                self.runtime.seed_refusals(name, rejected_records(obj))
+        async for items, _ in self.api.list_pages(LEDGERS, json.loads):  # one page alive at a time
+            for obj in items:
+                name = self.stored.load(obj)
+                if name is not None:
+                    self.runtime.seed_refusals(name, rejected_records(obj))
         log.info("stored ledgers read", count=len(self.stored))
 
     async def mark_rebuilding(self) -> None:
@@ -163,7 +164,7 @@ class Writer:
         if sent:
             old = stored.phase
             stored.ledger_version = stored.guard_version = version
-            stored.phase, stored.content, stored.has_status = "Rebuilding", "", True
+            stored.phase, stored.content, stored.has_status = "Rebuilding", b"", True
             await self._phase_event(name, stored, old, "the operator (re)started; recounting every object")
 
     # ----- the loop -----

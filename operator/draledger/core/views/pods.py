@@ -21,6 +21,8 @@ Rules:
 5. Pod-level requests: only cpu, memory and hugepages-* (``IsSupportedPodLevelResource``); with the pod's
    ``status.resources``, the effective pod-level request is ``max(spec, actuated, allocated)`` too.
 6. Every defect is a named problem; nothing raises.
+7. Pods of one template request the same: equal ordinary requests share one dict (``shared``; views never
+   change), up to ``SHARED_CAP`` distinct ones. It is most of what a pod's requests cost in memory.
 """
 
 from __future__ import annotations
@@ -123,6 +125,21 @@ class PodView(NamedTuple):
 
 _intern = sys.intern
 _NONE: Requests = {}  # the pod-level requests and overhead most pods do not have: one shared empty dict
+SHARED_CAP = 1 << 16
+_SHARED: dict[tuple[tuple[str, Quantity], ...], Requests] = {}  # rule 7
+
+
+def shared(requests: Requests) -> Requests:
+    """The one dict kept for requests equal to ``requests`` (rule 7): ``requests`` itself the first time."""
+    if not requests:
+        return _NONE
+    key = tuple(requests.items())
+    found = _SHARED.get(key)
+    if found is not None:
+        return found
+    if len(_SHARED) < SHARED_CAP:
+        _SHARED[key] = requests
+    return requests
 
 
 def add_into(total: Requests, more: AbstractMapping[str, Quantity]) -> None:
@@ -250,7 +267,7 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
         resource_version=reader.string(meta.get("resourceVersion"), "metadata.resourceVersion"),
         node_name=_intern(reader.string(spec.get("nodeName"), "spec.nodeName")),
         phase=_intern(reader.string(status.get("phase"), "status.phase")),
-        ordinary=ordinary,
+        ordinary=shared(ordinary),
         pod_level=pod_level or _NONE,
         overhead=overhead or _NONE,
         claims=tuple(claims),
@@ -392,9 +409,9 @@ def _claim_statuses(reader: Reader, status: AbstractMapping[str, Any]) -> tuple[
             ClaimStatus(
                 claim_name=reader.string(entry.get("resourceClaimName"), f"{path}.resourceClaimName"),
                 containers=containers,
-                mapping=mapping,
-                per_pod=per_pod,
-                per_container=per_container,
+                mapping=shared(mapping),
+                per_pod=per_pod or _NONE,
+                per_container=per_container or _NONE,
                 shape=shape,
             )
         )

@@ -17,6 +17,10 @@ Rules:
 5. The devices of one slice share their equal attribute, capacity and mapping tables (a driver publishes
    dozens of cores alike): views are never changed, and a table kept once per slice instead of once per device
    is most of a device's memory (about 370 of 500 bytes; docs/performance.md).
+6. With ``keep`` (the NUMA attributes zones will be asked by: the operator's ``--numa-attributes``), a device
+   keeps only those integer attributes, unqualified names in the driver's domain too (``accounting.zones``),
+   so the devices of one NUMA node share one table; every attribute is still checked. Without it, every
+   integer attribute is kept. Device names are interned: every node's driver publishes the same ones.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 import re
+import sys
 from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -110,10 +115,12 @@ class SliceView:
         return (self.driver, self.pool)
 
 
-def devices_key(raw_devices: object, driver: str, basic: bool) -> bytes | None:
+def devices_key(
+    raw_devices: object, driver: str, basic: bool, keep: tuple[str, ...] | None = None
+) -> bytes | None:
     """A digest of everything a slice's devices are read from: ``spec.devices`` as sent, the driver
-    (unqualified names live in its domain) and the v1beta1 layout; None when marshal cannot take the value
-    (never for decoded JSON).
+    (unqualified names live in its domain), the v1beta1 layout and the attributes kept; None when marshal
+    cannot take the value (never for decoded JSON).
 
     marshal writes every value with its type (``1``, ``1.0`` and ``true`` differ, though ``==`` holds them
     equal), and its bytes load back to exactly the value written: equal keys are equal inputs, short of a
@@ -122,7 +129,7 @@ def devices_key(raw_devices: object, driver: str, basic: bool) -> bytes | None:
     wrong view.
     """
     try:
-        data = marshal.dumps((raw_devices, driver, basic), 4)  # type: ignore[arg-type]  # ValueError if not
+        data = marshal.dumps((raw_devices, driver, basic, keep), 4)  # type: ignore[arg-type]  # ValueError if not
     except (ValueError, TypeError):
         return None
     return hashlib.sha256(data).digest()
@@ -151,24 +158,26 @@ class DeviceMemo:
         self._read.pop(name, None)
 
     def devices(
-        self, reader: Reader, raw_devices: object, driver: str, basic: bool
+        self, reader: Reader, raw_devices: object, driver: str, basic: bool, keep: tuple[str, ...] | None = None
     ) -> tuple[tuple[DeviceView, ...], bool]:
-        key = devices_key(raw_devices, driver, basic)
+        key = devices_key(raw_devices, driver, basic, keep)
         name = reader.ref.name
         hit = self._read.get(name)
         if key is not None and hit is not None and hit.key == key:
             reader.problems.extend(hit.problems)
             return hit.devices, hit.v137
         first = len(reader.problems)
-        devices, v137 = _read_devices(reader, raw_devices, driver, basic)
+        devices, v137 = _read_devices(reader, raw_devices, driver, basic, keep)
         if key is not None:
             self._read[name] = _Read(key, devices, tuple(reader.problems[first:]), v137)
         return devices, v137
 
 
-def read_slice(raw: AbstractMapping[str, Any], memo: DeviceMemo | None = None) -> SliceView:
+def read_slice(
+    raw: AbstractMapping[str, Any], memo: DeviceMemo | None = None, keep: tuple[str, ...] | None = None
+) -> SliceView:
     """The slice's view; with a ``memo``, devices equal to those last read for the slice are not read again
-    (rule 4: the result is the same)."""
+    (rule 4: the result is the same); with ``keep``, only those attributes are kept (rule 6)."""
     reader = Reader(ref_of(raw, "ResourceSlice"))
     spec = reader.mapping(raw.get("spec"), "spec")
     pool = reader.mapping(spec.get("pool"), "spec.pool")
@@ -178,9 +187,9 @@ def read_slice(raw: AbstractMapping[str, Any], memo: DeviceMemo | None = None) -
     basic = reader.string(raw.get("apiVersion"), "apiVersion").endswith("/v1beta1")
     raw_devices = spec.get("devices")
     if memo is not None:
-        devices, v137 = memo.devices(reader, raw_devices, driver, basic)
+        devices, v137 = memo.devices(reader, raw_devices, driver, basic, keep)
     else:
-        devices, v137 = _read_devices(reader, raw_devices, driver, basic)
+        devices, v137 = _read_devices(reader, raw_devices, driver, basic, keep)
     meta = reader.identity(raw)
     return SliceView(
         name=reader.ref.name,
@@ -197,12 +206,13 @@ def read_slice(raw: AbstractMapping[str, Any], memo: DeviceMemo | None = None) -
 
 
 def _read_devices(
-    reader: Reader, raw_devices: object, driver: str, basic: bool
+    reader: Reader, raw_devices: object, driver: str, basic: bool, keep: tuple[str, ...] | None = None
 ) -> tuple[tuple[DeviceView, ...], bool]:
     """The devices, and whether any uses the v1.37 field."""
     devices = []
     v137 = False
     tables: dict[tuple[Any, ...], dict[str, Any]] = {}  # the slice's distinct tables (rule 5)
+    kept = None if keep is None else kept_attributes(keep, driver)
     for index, device in enumerate(reader.items(raw_devices, "spec.devices")):
         if isinstance(device, dict) and device.get("nodeAllocatableResources") is not None:
             v137 = True
@@ -211,8 +221,14 @@ def _read_devices(
         if basic:
             path += ".basic"
             device = {"name": device.get("name"), **reader.mapping(device.get("basic"), path)}
-        devices.append(_read_device(reader, device, path, driver, tables))
+        devices.append(_read_device(reader, device, path, driver, tables, kept))
     return tuple(devices), v137
+
+
+def kept_attributes(keep: tuple[str, ...], driver: str) -> frozenset[str]:
+    """The attribute names zones look ``keep`` up by on the driver's devices (``accounting.zones.zone_of``):
+    each name, and an unqualified one in the driver's domain too."""
+    return frozenset(keep) | {f"{driver}/{name}" for name in keep if "/" not in name}
 
 
 def _shared(tables: dict[tuple[Any, ...], dict[str, Any]], kind: str, table: dict[str, Any]) -> Any:
@@ -222,16 +238,16 @@ def _shared(tables: dict[tuple[Any, ...], dict[str, Any]], kind: str, table: dic
 
 def _read_device(
     reader: Reader, device: AbstractMapping[str, Any], path: str, driver: str,
-    tables: dict[tuple[Any, ...], dict[str, Any]],
+    tables: dict[tuple[Any, ...], dict[str, Any]], kept: frozenset[str] | None = None,
 ) -> DeviceView:
-    name = reader.string(device.get("name"), f"{path}.name")
+    name = sys.intern(reader.string(device.get("name"), f"{path}.name"))
     attributes: dict[str, int] = {}
     for key, value in reader.mapping(device.get("attributes"), f"{path}.attributes").items():
         if isinstance(value, dict) and isinstance(value.get("int"), int) and not isinstance(value["int"], bool):
-            if value["int"] in INT64:
-                attributes[key] = value["int"]
-            else:
+            if value["int"] not in INT64:
                 reader.bad(f"{path}.attributes.{key}.int", value["int"], "out of range: expected a 64-bit integer")
+            elif kept is None or key in kept:
+                attributes[key] = value["int"]
     capacity: dict[str, Quantity] = {}
     for key, value in reader.mapping(device.get("capacity"), f"{path}.capacity").items():
         value = reader.mapping(value, f"{path}.capacity.{key}")

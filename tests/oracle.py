@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 from draledger.core.accounting.catalog import ClaimKey, PodKey, PoolKey
 from draledger.core.accounting.contributions import Contribution, contribution
 from draledger.core.accounting.footprints import Resources
-from draledger.core.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint, node_zone_capacity
+from draledger.core.accounting.ledger import (
+    Flags,
+    Ledger,
+    PodCharge,
+    compute,
+    mapping_fingerprint,
+    node_zone_capacity,
+    pod_charge,
+)
 from draledger.core.accounting.sums import NodeSums
 from draledger.core.views import ClaimView, DeviceView, NodeView, PodView, Problem, SliceView
 
@@ -108,6 +116,9 @@ class NaiveCatalog:
 
     def zone_capacity(self, node: str, attributes: tuple[str, ...]) -> dict[int, Resources]:
         return node_zone_capacity(self, node, attributes)
+
+    def pod_charge(self, pod: PodView, attributes: tuple[str, ...]) -> PodCharge:
+        return pod_charge(pod, self, attributes)
 
 
 def naive_ledgers(catalog: NaiveCatalog, flags: Flags | None = None) -> dict[str, Ledger]:

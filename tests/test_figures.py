@@ -40,3 +40,10 @@ def test_a_figure_is_within_half_a_percent_of_the_value(number: int) -> None:
     digits = shown.rstrip("KMGTPEi")
     scale = 1024 ** "_KMGTPE".index(shown[len(digits)] if len(shown) > len(digits) else "_")
     assert abs(Decimal(digits) * scale - number) <= Decimal(number) / 200, shown
+
+
+def test_a_figure_beyond_28_digits_is_printed_exactly() -> None:
+    """An allocatable of 10^28 cores (a fuzzed Node) prints, where the default decimal context gave up."""
+    assert humanize("cpu", "1e28") == "1" + "0" * 28
+    assert humanize_pair("cpu", "1", "1e28") == "1/1" + "0" * 28
+    assert humanize("memory", str(3 * 1024**6 * 10**12)) == "3" + "0" * 12 + "Ei"

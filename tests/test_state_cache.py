@@ -219,6 +219,46 @@ class TestContributionCache:
         assert [d.zone for d in without.claims[0].devices] == [None]
 
 
+class TestPodChargeCache:
+    """A claim-using pod's charge is kept (state rule 9): reused while nothing it was computed from changes,
+    computed again when its claim, the claim's pool, the claim's consumers, the attributes or the release do."""
+
+    def claimed(self) -> tuple[ClusterState, PodView]:
+        state = TestContributionCache().claimed()
+        return state, state.pods[("t", "p1")]
+
+    def test_an_unchanged_pod_keeps_its_charge(self) -> None:
+        state, pod = self.claimed()
+        attributes = Flags().numa_attributes
+        first = state.pod_charge(pod, attributes)
+        state.upsert_pod(read_pod(pod_obj("p2", node="n1", containers=[container("app", {"cpu": "1"})])))
+        assert state.pod_charge(pod, attributes) is first
+
+    def test_what_the_charge_depends_on(self) -> None:
+        attributes = Flags().numa_attributes
+        changes = {
+            "the claim": lambda s: s.upsert_claim(read_claim(claim_obj("c1", results=[result("gpu-0")]))),
+            "its pool": lambda s: gpu_node(s, "16Gi", generation=2),
+            "its consumers": lambda s: s.upsert_pod(read_pod(pod_obj(
+                "p0", node="n1", containers=[container("app", claims=["gpu"])],
+                resource_claims=[direct("gpu", "c1")]))),
+            "the release": lambda s: s.set_api("v1.37"),
+        }
+        for what, change in changes.items():
+            state, pod = self.claimed()
+            first = state.pod_charge(pod, attributes)
+            change(state)
+            assert state.pod_charge(pod, attributes) is not first, what
+            assert printed(cached(state, "n1")) == printed(from_scratch(state, "n1", Flags())), what
+        state, pod = self.claimed()
+        assert state.pod_charge(pod, attributes) is not state.pod_charge(pod, ("numaNode",))
+
+    def test_a_pod_gone_leaves_no_charge_behind(self) -> None:
+        state, pod = self.claimed()
+        state.delete_pod(pod.key)
+        assert not state._charges
+
+
 class TestCachedEqualsScratch:
     @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow,
                                                                       HealthCheck.data_too_large])

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from draledger.demo.emulator import ClusterEmulator, serve_emulator
+from draledger.operator.running import Operator
 from tests.integration.harness import (
     CLAIMS,
     NODES,
@@ -40,6 +43,41 @@ def _pod(name: str, node: str, cpu: str, *, claim: str | None = None, ns: str = 
 
 
 class TestStartup:
+    async def test_what_the_rebuild_built_is_frozen_once_every_ledger_is_written(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Priming freezes what it read; once the rebuilt ledgers are all written, the operator collects once
+        and freezes what the rebuild built too (``running.tune_gc``)."""
+        freezes: list[tuple[bool, bool]] = []  # (every ledger written, a collection ran just before)
+        collected = [False]
+        freeze, collect = gc.freeze, gc.collect
+        holder: dict[str, Operator] = {}
+
+        def recording_collect(*args: int) -> int:
+            collected[0] = True
+            return collect(*args)
+
+        def recording_freeze() -> None:
+            operator = holder.get("operator")
+            freezes.append((operator is not None and operator.writer.caught_up.is_set(), collected[0]))
+            collected[0] = False
+            freeze()
+
+        monkeypatch.setattr(gc, "freeze", recording_freeze)
+        monkeypatch.setattr(gc, "collect", recording_collect)
+        items = case_items("v02")
+        try:
+            async with serve_emulator() as (emulator, url):
+                emulator.load_objects(items)
+                nodes = [i["metadata"]["name"] for i in items if i["kind"] == "Node"]
+                async with running(url) as operator:
+                    holder["operator"] = operator
+                    await eventually(lambda: len(freezes) == 2, what="two freezes")
+                    assert all(status(emulator, n).get("phase") not in (None, "Rebuilding") for n in nodes)
+        finally:
+            gc.unfreeze()
+        assert [(False, False), (True, True)] == freezes
+
     @pytest.mark.parametrize("case", CASES, ids=CASES)
     async def test_ledgers_equal_audit_of_the_same_objects(self, case: str) -> None:
         """Started on a populated cluster, every ledger equals what audit computes from the same objects."""

@@ -103,6 +103,28 @@ class TestWriterUnderLoad:
         await batches(writer, runtime, [(0.4, {"a", "b"}), (0.4, {"b", "c"})])
         assert writer.written == ["a", "b", "b", "c"]
 
+    async def test_caught_up_only_once_the_rebuilt_ledgers_are_all_planned(self) -> None:
+        """``caught_up`` (when the operator freezes what the rebuild built): not while the rebuild is
+        incomplete, however long the dirty set waits; set once every dirty node is done."""
+        clock = Clock()
+        runtime = Runtime(OperatorConfig(), Metrics(), clock)
+        writer = SlowWriter(runtime, clock, [])
+        task = asyncio.create_task(writer.run())
+        try:
+            runtime.mark({"a", "b"})
+            for _ in range(100):
+                await asyncio.sleep(0)
+            assert not writer.caught_up.is_set()
+            assert writer.written == []
+            runtime.rebuilt.set()
+            runtime.wakeup.set()
+            await asyncio.wait_for(writer.caught_up.wait(), timeout=5)
+            assert writer.written == ["a", "b"]
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
 
 @pytest.fixture
 def restored_gc() -> Iterator[None]:

@@ -14,13 +14,14 @@ notation. The rules, the same everywhere a person reads a figure:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 
 from draledger.core.quantities import NANO, Quantity, parse_quantity
 
 BINARY = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 SIGNIFICANT = 3
 SMALLEST = Decimal("0.01")  # below this (in the chosen unit) a non-zero amount prints as "<0.01"
+_EXACT = Context(prec=4200)  # every quantity the readers accept, to the digit (the default 28 digits are not)
 
 
 def is_bytes(resource: str) -> bool:
@@ -48,7 +49,7 @@ def _digits(value: Decimal) -> str:
         return f"<{SMALLEST}" if value > 0 else f"-<{SMALLEST}"
     places = max(0, SIGNIFICANT - len(str(int(abs(value)))) if abs(value) >= 1 else SIGNIFICANT - 1)
     places = min(places, 2)
-    rounded = value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    rounded = value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_EXACT)
     text = f"{rounded:f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
 
@@ -59,7 +60,7 @@ def humanize(resource: str, amount: Quantity | str | int, unit: tuple[str, Decim
     if nanos == 0:
         return "0"
     suffix, size = unit or unit_for(resource, nanos)
-    return f"{_digits(Decimal(nanos) / size)}{suffix}"
+    return f"{_digits(_EXACT.divide(Decimal(nanos), size))}{suffix}"
 
 
 def humanize_pair(resource: str, used: Quantity | str | int, total: Quantity | str | int) -> str:

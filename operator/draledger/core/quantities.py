@@ -125,7 +125,20 @@ class Quantity:
 
 
 def format_nanos(nanos: int) -> str:
-    """The output notation of rule 3."""
+    """The output notation of rule 3 (memoized: a cluster has few distinct amounts, and every ledger status
+    prints dozens)."""
+    text = _TEXTS.get(nanos)
+    if text is None:
+        text = _format(nanos)
+        if len(_TEXTS) < 4096:
+            _TEXTS[nanos] = text
+    return text
+
+
+_TEXTS: dict[int, str] = {}  # format_nanos: nanos -> text
+
+
+def _format(nanos: int) -> str:
     if not nanos:
         return "0"
     decimal = _decimal(nanos)

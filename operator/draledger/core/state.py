@@ -19,18 +19,29 @@ Rules:
    an item of a dump): it reads the body and upserts or deletes the view.
 8. ``held`` indexes the pods that carry the product's scheduling gate (``views.pods.GATE``), the ones gate
    release looks at.
+9. A claim-using pod's charge (``ledger.pod_charge``) is cached per pod, checked against what it was computed
+   from (the pod's view, each claim's view, contribution and consumers, the attributes and the release) by
+   identity, so a missed drop cannot serve an old charge; the other pods of a node cost only their entry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from draledger.core.accounting.catalog import ClaimKey, PodKey, PoolKey
 from draledger.core.accounting.contributions import Contribution, contribution
 from draledger.core.accounting.footprints import Resources
-from draledger.core.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint, node_zone_capacity
+from draledger.core.accounting.ledger import (
+    Flags,
+    Ledger,
+    PodCharge,
+    compute,
+    mapping_fingerprint,
+    node_zone_capacity,
+    pod_charge,
+)
 from draledger.core.accounting.sums import NodeSums
 from draledger.core.views import (
     ClaimView,
@@ -88,6 +99,13 @@ class _Pool:
         return len(newest) >= expected
 
 
+class _Charged(NamedTuple):
+    pod: PodView
+    attributes: tuple[str, ...]
+    api: str
+    charge: PodCharge
+
+
 @dataclass(slots=True)
 class _SliceDerived:
     """Per-node values that depend only on the node's ResourceSlices (dropped whenever those change)."""
@@ -126,6 +144,7 @@ class ClusterState:
         # slice of a pool it has results in does (the view is checked too, so a missed drop cannot serve
         # an old claim's figures).
         self._contributions: dict[ClaimKey, tuple[ClaimView, tuple[str, ...], Contribution]] = {}
+        self._charges: dict[PodKey, _Charged] = {}  # claim-using pod -> its charge (rule 9)
 
     # ----- nodes -----
     def upsert_node(self, node: NodeView) -> Dirty:
@@ -181,6 +200,7 @@ class ClusterState:
         return self._remove_pod(key)
 
     def _remove_pod(self, key: PodKey) -> Dirty:
+        self._charges.pop(key, None)
         old = self.pods.pop(key, None)
         if old is None or not old.counted:
             return set()
@@ -353,6 +373,28 @@ class ClusterState:
         found = contribution(claim, self, attributes)
         self._contributions[claim.key] = (claim, attributes, found)
         return found
+
+    def pod_charge(self, pod: PodView, attributes: tuple[str, ...]) -> PodCharge:
+        hit = self._charges.get(pod.key)
+        if hit is not None and hit.pod is pod and hit.attributes == attributes and hit.api == self.api and (
+            self._unchanged(hit.charge)
+        ):
+            return hit.charge
+        found = pod_charge(pod, self, attributes)
+        self._charges[pod.key] = _Charged(pod, attributes, self.api, found)
+        return found
+
+    def _unchanged(self, charge: PodCharge) -> bool:
+        """Whether every claim the charge was computed from is as it was (rule 9)."""
+        for use in charge.uses:
+            key = use.key
+            if self.claims.get(key) is not use.claim or self._consumers_sorted.get(key) is not use.consumers:
+                return False
+            if use.claim is not None:
+                cached = self._contributions.get(key)
+                if cached is None or cached[2] is not use.contribution:
+                    return False
+        return True
 
     def _derived_of(self, node: str) -> _SliceDerived:
         derived = self._derived.get(node)

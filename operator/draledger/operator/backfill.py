@@ -53,7 +53,7 @@ class Backfill:
         if self.disabled or not runtime.rebuilt.is_set():
             return False
         attempted = self.attempted
-        for pod in runtime.state.pods_on(node):
+        for pod in runtime.state.node_sums(node).special.values():  # every pod with claims, unsorted: any()
             if pod.claim_statuses is None and pod.claims:
                 version, attempts = attempted.get(pod.key, ("", 0))
                 if version != pod.resource_version or attempts < MAX_ATTEMPTS:

@@ -125,6 +125,8 @@ class Writer:
         self.backfill = Backfill(runtime, api)
         self.releaser = Releaser(runtime, api, self.flags)
         self.inflight: dict[str, asyncio.Task[None]] = {}
+        # Set the first time every ledger is written after the rebuild: nothing dirty, nothing in flight.
+        self.caught_up = asyncio.Event()
         self.failures: dict[str, int] = {}
         self.retry_at: dict[str, float] = {}
         self._slots = asyncio.Semaphore(runtime.config.write_concurrency)
@@ -187,7 +189,7 @@ class Writer:
                     except Exception:
                         log.exception("ledger not computed; will retry", node=node)
                         self._failed(node, since)
-                runtime.metrics.count_phases(s.phase for _, s in self.stored.existing())
+                self._note_caught_up()
                 pause = next_pause(config.coalesce_window, config.coalesce_window_max, runtime.clock() - started)
             if runtime.state.held:
                 try:
@@ -258,6 +260,11 @@ class Writer:
             self.inflight.pop(node, None)
             if node in runtime.dirty:
                 runtime.wakeup.set()
+            self._note_caught_up()
+
+    def _note_caught_up(self) -> None:
+        if not self.caught_up.is_set() and not self.inflight and not self.runtime.dirty:
+            self.caught_up.set()
 
     def _succeeded(self, node: str) -> None:
         self.failures.pop(node, None)

@@ -1,7 +1,7 @@
 """What the accounting of one node may ask about the rest of the cluster.
 
 Both the incremental ``ClusterState`` and the tests' naive oracle implement this protocol, so the rules in
-``ledger.py`` are written once; the last four methods are the derived values a catalog may keep.
+``ledger.py`` are written once; the last five methods are the derived values a catalog may keep.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from draledger.core.views import ClaimView, DeviceView, PodView, Problem
 if TYPE_CHECKING:
     from draledger.core.accounting.contributions import Contribution
     from draledger.core.accounting.footprints import Resources
+    from draledger.core.accounting.ledger import PodCharge
     from draledger.core.accounting.sums import NodeSums
 
 PodKey = tuple[str, str]
@@ -62,3 +63,6 @@ class Catalog(Protocol):
 
     def zone_capacity(self, node: str, attributes: tuple[str, ...]) -> dict[int, Resources]:
         """``ledger.node_zone_capacity(self, node, attributes)`` (a catalog may cache it; only to be read)."""
+
+    def pod_charge(self, pod: PodView, attributes: tuple[str, ...]) -> PodCharge:
+        """``ledger.pod_charge(pod, self, attributes)`` (a catalog may cache it)."""

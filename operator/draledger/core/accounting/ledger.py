@@ -10,19 +10,24 @@ Rules (ledger contract, sections 1 and 2):
 4. ``podRequests`` uses footprints without claims; ``requested`` with them; ``free = allocatable − requested``;
    ``schedulerCharged`` is what the pods' ``nodeAllocatableResourceClaimStatuses`` say.
 5. Phase: the first of Rebuilding, Frozen, Stale, Overcommitted, Ready that applies.
+6. What a claim-using pod adds (``pod_charge``) depends on the pod, its claims, their contributions and their
+   consumers, never on the other pods of its node: a catalog may keep it (``ClusterState`` does, so an event
+   charges the one pod it changed), and the node's pass only enters it into the claim lines.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from draledger.core.accounting.catalog import Catalog, ClaimKey
+from draledger.core.accounting.catalog import Catalog, ClaimKey, PodKey
 from draledger.core.accounting.contributions import Contribution, DeviceRef
 from draledger.core.accounting.footprints import Resources, add_into, footprint
 from draledger.core.accounting.zones import DEFAULT_NUMA_ATTRIBUTES, zone_capacity
 from draledger.core.quantities import ZERO, Quantity, scheduler_units
-from draledger.core.views import NodeView, PodView, Problem
+from draledger.core.views import ClaimView, NodeView, PodView, Problem
 from draledger.core.views.problems import ObjectRef
 from draledger.core.views.slices import is_node_allocatable
 
@@ -139,7 +144,6 @@ def compute(node: NodeView, catalog: Catalog, flags: Flags = Flags()) -> Ledger:
     for (claims, claim statuses, problems). A catalog may cache what depends only on its inputs (a claim's
     contribution, a node's fingerprint and zone capacity); the figures are the same either way."""
     attributes = flags.numa_attributes
-    api = catalog.api
     problems: list[Problem] = [*node.problems, *catalog.slice_problems(node.name)]
     accs: dict[ClaimKey, _ClaimAcc] = {}
     claims_total: Resources = {}
@@ -152,14 +156,18 @@ def compute(node: NodeView, catalog: Catalog, flags: Flags = Flags()) -> Ledger:
         pod = sums.special[key]
         problems.extend(pod.problems)
         if pod.claims:
-            charge = _charge_pod(pod, catalog, attributes, accs, zone_claims, problems)
-            add_into(claims_total, charge)
-            term = footprint(pod, charge, api)
-            for name, quantity in term.items():
-                requested_nanos[name] = requested_nanos.get(name, 0) + quantity.nanos
-                requested_units[name] = requested_units.get(name, 0) + scheduler_units(name, quantity)
-        for status in pod.claim_statuses or ():
-            add_into(charged_total, status.charged())
+            charge = catalog.pod_charge(pod, attributes)
+            problems.extend(charge.problems)
+            _enter(pod, charge.uses, catalog, accs, zone_claims, problems)
+            add_into(claims_total, charge.charge)
+            for name, nanos in charge.nanos.items():
+                requested_nanos[name] = requested_nanos.get(name, 0) + nanos
+            for name, units in charge.units.items():
+                requested_units[name] = requested_units.get(name, 0) + units
+            add_into(charged_total, charge.charged)
+        else:
+            for status in pod.claim_statuses or ():
+                add_into(charged_total, status.charged())
     pod_requests = {name: Quantity(nanos) for name, nanos in sums.claimless.items()}
     for name, nanos in sums.claimed.items():
         pod_requests[name] = Quantity(pod_requests[name].nanos + nanos) if name in pod_requests else Quantity(nanos)
@@ -216,18 +224,35 @@ def compute(node: NodeView, catalog: Catalog, flags: Flags = Flags()) -> Ledger:
     )
 
 
-def _charge_pod(
-    pod: PodView,
-    catalog: Catalog,
-    attributes: tuple[str, ...],
-    accs: dict[ClaimKey, _ClaimAcc],
-    zone_claims: dict[int, Resources],
-    problems: list[Problem],
-) -> Resources:
-    """Charge the pod's claims into the accumulators; return the DRA part of the pod's footprint."""
+class ClaimUse(NamedTuple):
+    """One claim as one counted pod uses it: the pod's part of the claim's line."""
+
+    key: ClaimKey
+    claim: ClaimView | None
+    contribution: Contribution | None  # None: the claim does not exist
+    consumers: Sequence[PodKey]  # every counted pod that consumes the claim, as the share was decided with
+    unreferenced: bool  # no container of the pod references it
+    charged: Resources | None  # what the pod's status says the scheduler charged for it
+    share: Resources  # what the ledger charges the pod for it
+    owner: bool  # the pod carries the claim's mapping (its NUMA zones count here)
+
+
+class PodCharge(NamedTuple):
+    """What a claim-using pod adds to its node's ledger, from the pod, its claims and their consumers only
+    (rule 6): the same whichever other pods share its node."""
+
+    problems: tuple[Problem, ...]  # its template claims not yet generated
+    uses: tuple[ClaimUse, ...]
+    charge: Resources  # Σ shares: the DRA part of its footprint
+    nanos: dict[str, int]  # its footprint with them
+    units: dict[str, int]  # the same in kube-scheduler's units, rounded up (ResourceLine)
+    charged: Resources  # Σ of what its claim statuses say
+
+
+def pod_charge(pod: PodView, catalog: Catalog, attributes: tuple[str, ...]) -> PodCharge:
+    """The pod's ``PodCharge`` (rules 2 and 3)."""
     statuses = {s.claim_name: s for s in pod.claim_statuses or ()}
-    pod_ref = f"{pod.namespace}/{pod.name}"
-    charge: Resources = {}
+    problems: list[Problem] = []
     seen: dict[ClaimKey, list[str]] = {}
     for pod_claim in pod.claims:
         if pod_claim.claim_name is None:
@@ -243,12 +268,52 @@ def _charge_pod(
             continue
         containers = seen.setdefault((pod.namespace, pod_claim.claim_name), [])
         containers.extend(c for c in pod_claim.containers if c not in containers)
+    uses = []
+    charge: Resources = {}
     for key, containers in seen.items():
+        claim = catalog.claim(key)
+        contrib = catalog.contribution(claim, attributes) if claim is not None else None
+        consumers = catalog.consumers(key)
+        status = statuses.get(key[1])
+        charged = status.charged() if status is not None else None
+        owner = False
+        if contrib is None or not contrib.resolved:
+            share = charged or {}
+        else:
+            owner = not consumers or consumers[0] == pod.key
+            share = contrib.pod_share(len(containers), with_mapping=owner)
+        uses.append(ClaimUse(key, claim, contrib, consumers, not containers, charged, share, owner))
+        add_into(charge, share)
+    term = footprint(pod, charge, catalog.api)
+    total: Resources = {}
+    for status in pod.claim_statuses or ():
+        add_into(total, status.charged())
+    return PodCharge(
+        problems=tuple(problems),
+        uses=tuple(uses),
+        charge=charge,
+        nanos={name: quantity.nanos for name, quantity in term.items()},
+        units={name: scheduler_units(name, quantity) for name, quantity in term.items()},
+        charged=total,
+    )
+
+
+def _enter(
+    pod: PodView,
+    uses: tuple[ClaimUse, ...],
+    catalog: Catalog,
+    accs: dict[ClaimKey, _ClaimAcc],
+    zone_claims: dict[int, Resources],
+    problems: list[Problem],
+) -> None:
+    """Enter the pod's claim uses into the node's claim lines; a claim's own problems once, at its first."""
+    pod_ref = f"{pod.namespace}/{pod.name}"
+    for use in uses:
+        key, claim, contrib = use.key, use.claim, use.contribution
         acc = accs.get(key)
         if acc is None:
-            claim = catalog.claim(key)
-            contrib = catalog.contribution(claim, attributes) if claim is not None else None
-            acc = accs[key] = _ClaimAcc(key, claim.uid if claim else "", contrib)
+            acc = accs[key] = _ClaimAcc(key, claim.uid if claim else "", contrib, [], dict(use.share),
+                                        dict(use.charged or {}))
             if claim is None or contrib is None:
                 acc.problems.append("MissingResourceClaim")
                 problems.append(
@@ -263,27 +328,19 @@ def _charge_pod(
                 acc.problems.extend(reason for reason, _ in contrib.problems)
                 ref = ObjectRef("ResourceClaim", claim.name, claim.namespace)
                 problems.extend(Problem(reason, message, ref) for reason, message in contrib.problems)
-        acc.pods.append(pod_ref)
-        if not containers:
-            acc.problems.append("UnreferencedClaim")
-        status = statuses.get(key[1])
-        if status is not None:
-            add_into(acc.charged, status.charged())
-        contrib = acc.contribution
-        if contrib is None or not contrib.resolved:
-            share = status.charged() if status is not None else {}
         else:
-            consumers = catalog.consumers(key)
-            owner = not consumers or consumers[0] == pod.key
-            if len(consumers) > 1 and contrib.mapping and "SharedAcrossPods" not in acc.problems:
+            add_into(acc.resources, use.share)
+            if use.charged is not None:
+                add_into(acc.charged, use.charged)
+        acc.pods.append(pod_ref)
+        if use.unreferenced:
+            acc.problems.append("UnreferencedClaim")
+        if contrib is not None and contrib.resolved:
+            if len(use.consumers) > 1 and contrib.mapping and "SharedAcrossPods" not in acc.problems:
                 acc.problems.append("SharedAcrossPods")
-            share = contrib.pod_share(len(containers), with_mapping=owner)
-            if owner:
+            if use.owner:
                 for zone, amounts in contrib.by_zone.items():
                     add_into(zone_claims.setdefault(zone, {}), amounts)
-        add_into(acc.resources, share)
-        add_into(charge, share)
-    return charge
 
 
 def _claim_line(acc: _ClaimAcc) -> ClaimLine:

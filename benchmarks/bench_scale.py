@@ -21,6 +21,9 @@ Rules (docs/style.md, "Tooling"):
 6. CPU per event is also measured in one window for both: the floor keeps running beside the operator's fresh
    start, and the operator's paced run is counted for both processes, which take the same pod events at the
    same time (the floor's figure moved by a quarter between runs of the same day when measured apart).
+7. The no-op patches are counted for both too: each is a pod event the operator reads, accounts and compares
+   like a resize, without the status write a resize causes. Their difference from the resizes' figure is what
+   the write, its answer and its echo cost.
 
 Order: the LIST floor; the Kopf floor (initial list, then a paced run of pod resizes); ``draledger run`` on
 the fresh cluster (to every ledger Ready, then a paced run: CPU per event and event → ledger latency, then
@@ -420,11 +423,17 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             await until(lambda: kopf_events(kopf) >= kopf_events0 + steady, "the Kopf floor's events", kopf)
             fresh["cpu_per_event"] = (child.cpu() - cpu0) / steady
             fresh["kopf_cpu_per_event"] = (kopf.cpu() - kopf_cpu0) / steady
-            await kopf.stop()
             latencies = sorted(watch.written[i] - sent[i] for i in range(steady, 2 * steady))
             fresh["p50"], fresh["p99"] = bench._pct(latencies, 0.5), bench._pct(latencies, 0.99)
             fresh["paced_rate"] = steady / (max(sent.values()) - min(sent.values()) or 1)
+            await settled(child)
+            await settled(kopf)
+            cpu0, kopf_cpu0, kopf_events0 = child.cpu(), kopf.cpu(), kopf_events(kopf)
             fresh["noop"] = await noop_patches(emulator, run, watch, requests, noop, args.rate, child)
+            await until(lambda: kopf_events(kopf) >= kopf_events0 + noop, "the Kopf floor's no-op events", kopf)
+            fresh["noop_cpu_per_event"] = (child.cpu() - cpu0) / noop  # rule 7
+            fresh["kopf_noop_cpu_per_event"] = (kopf.cpu() - kopf_cpu0) / noop
+            await kopf.stop()
             fresh.update({f"after_{k}": v for k, v in child.memory().items()})
             report["fresh"] = fresh
             await child.stop()
@@ -506,6 +515,9 @@ def markdown(report: dict[str, Any], command: str) -> str:
         f"{fresh['cpu_per_event'] * 1e6:,.0f} | {cpu_ratio:.2f} | ≤ 1.5: {_met(cpu_ratio <= 1.5)} |",
         f"| the same, both in one window (rule 6) (µs) | Kopf {fresh['kopf_cpu_per_event'] * 1e6:,.0f} | "
         f"{fresh['cpu_per_event'] * 1e6:,.0f} | {same_ratio:.2f} | ≤ 1.5: {_met(same_ratio <= 1.5)} |",
+        f"| no-op pod events (label patches), one window: CPU per event, no write (rule 7) (µs) | "
+        f"Kopf {fresh['kopf_noop_cpu_per_event'] * 1e6:,.0f} | {fresh['noop_cpu_per_event'] * 1e6:,.0f} | "
+        f"{fresh['noop_cpu_per_event'] / fresh['kopf_noop_cpu_per_event']:.2f} | |",
         f"| steady: event → ledger write, p50 / p99 (ms) | — | {fresh['p50'] * 1e3:.0f} / {fresh['p99'] * 1e3:.0f} | | "
         f"p99 ≤ 1 s: {_met(fresh['p99'] <= 1.0)} |",
         f"| no-op pod events (label patches): ledger writes | — | {fresh['noop']['ledger_writes']} for "

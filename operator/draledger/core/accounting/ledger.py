@@ -158,7 +158,7 @@ def compute(node: NodeView, catalog: Catalog, flags: Flags = Flags()) -> Ledger:
         if pod.claims:
             charge = catalog.pod_charge(pod, attributes)
             problems.extend(charge.problems)
-            _enter(pod, charge.uses, catalog, accs, zone_claims, problems)
+            _enter(pod, charge.uses, accs, zone_claims, problems)
             add_into(claims_total, charge.charge)
             for name, nanos in charge.nanos.items():
                 requested_nanos[name] = requested_nanos.get(name, 0) + nanos
@@ -301,7 +301,6 @@ def pod_charge(pod: PodView, catalog: Catalog, attributes: tuple[str, ...]) -> P
 def _enter(
     pod: PodView,
     uses: tuple[ClaimUse, ...],
-    catalog: Catalog,
     accs: dict[ClaimKey, _ClaimAcc],
     zone_claims: dict[int, Resources],
     problems: list[Problem],

@@ -24,11 +24,20 @@ Rules (docs/style.md, "Tooling"):
 7. The no-op patches are counted for both too: each is a pod event the operator reads, accounts and compares
    like a resize, without the status write a resize causes. Their difference from the resizes' figure is what
    the write, its answer and its echo cost.
+8. The writing floor: the empty Kopf operator again, which also sends, for each pod event after its listing, the
+   write a ledger needs (the node's whole status, a copy of its ledger's made once the operator has written them,
+   as one guarded JSON patch; the answer decoded for its resourceVersion) to an object of a kind of its own, and
+   watches that kind, so it takes each write's echo too. It runs beside the operator and the empty floor in a
+   third paced window of its own, after the windows the targets are judged by (a third busy process on two cores
+   may move their figures: a first version that ran it in the operator's window saw a p99 of 1.14 s once).
+   What the operator costs over it is what its accounting and comparison cost; what the writing floor costs
+   over the empty one is what any Kopf operator pays to write one object per event.
 
 Order: the LIST floor; the Kopf floor (initial list, then a paced run of pod resizes); ``draledger run`` on
-the fresh cluster (to every ledger Ready, then a paced run: CPU per event and event → ledger latency, then
-label-only pod patches that must cause no ledger write); ``draledger run`` again (a restart: every stored
-ledger marked Rebuilding, then rewritten Ready); with ``--before DIR``, the restart of an older tree.
+the fresh cluster (to every ledger Ready; then a paced run: CPU per event and event → ledger latency; then
+label-only pod patches that must cause no ledger write; then the writing floor and a third paced run); ``draledger run``
+again (a restart: every stored ledger marked Rebuilding, then rewritten Ready); with ``--before DIR``, the
+restart of an older tree.
 
 Usage: ``.venv/bin/python benchmarks/bench_scale.py [--nodes 5000] [--pods-per-node 30] [--rate 100]
 [--seconds 30] [--before /tmp/bench-before] [--markdown PATH]``. ``--nodes 1000`` runs in about 3 minutes.
@@ -59,6 +68,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import bench_operator as bench  # the generator, the ledger watch, the request log
 from draledger.demo.emulator import ClusterEmulator, serve_emulator
+from draledger.demo.emulator.discovery import Declaration, register_cluster_resources
 from draledger.demo.emulator.listing import _decode as decode_token
 from draledger.demo.emulator.listing import _encode as encode_token
 from draledger.demo.emulator.listing import sort_key
@@ -68,6 +78,19 @@ from draledger.demo.emulator.selectors import parse_selector
 HERE = Path(__file__).resolve()
 TICK = os.sysconf("SC_CLK_TCK")
 WITHIN = 1800.0  # seconds any one phase may take before the run gives up on it
+FLOOR_GROUP, FLOOR_VERSION, FLOOR_PLURAL = "bench.draledger.dev", "v1", "floorledgers"  # the writing floor's
+FLOOR_RESOURCE = f"{FLOOR_GROUP}/{FLOOR_VERSION}/{FLOOR_PLURAL}"
+FLOOR_PATH = f"/apis/{FLOOR_RESOURCE}"
+
+
+class FloorMeta(msgspec.Struct):
+    resourceVersion: str = ""
+
+
+class FloorAnswer(msgspec.Struct):
+    """What the writing floor reads of its write's answer, as the operator's writer does."""
+
+    metadata: FloorMeta = msgspec.field(default_factory=FloorMeta)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -98,9 +121,12 @@ async def list_floor(url: str) -> None:
     print(f"listed {total}", flush=True)
 
 
-async def kopf_floor(url: str, expected: int) -> None:
+async def kopf_floor(url: str, expected: int, writes: bool = False) -> None:
     """Empty handlers on the four kinds the operator watches, its settings; reports the listing and event
-    counts."""
+    counts. With ``writes`` (the writing floor, rule 8): each pod event after the listing also sends the write
+    a ledger needs, a JSON patch of the node's whole status (a copy of its ledger's), guarded by a test as the
+    operator's is, read back for its resourceVersion, and its echo is handled on a watch of those objects."""
+    import aiohttp
     import kopf
 
     from draledger.operator.config import OperatorConfig
@@ -119,18 +145,49 @@ async def kopf_floor(url: str, expected: int) -> None:
     async def login(**_: Any) -> kopf.ConnectionInfo:
         return info
 
-    async def handler(event: dict[str, Any], resource: Any, **_: Any) -> None:
+    statuses: dict[str, dict[str, Any]] = {}
+    session: list[aiohttp.ClientSession] = []
+    written = msgspec.json.Decoder(FloorAnswer)
+    if writes:
+        session.append(aiohttp.ClientSession())
+        async with session[0].get(url + FLOOR_PATH) as response:
+            statuses.update((o["metadata"]["name"], o["status"]) for o in json.loads(await response.read())["items"])
+
+    async def write(node: str) -> None:
+        status = statuses.get(node)
+        if status is None:
+            return
+        guard = status["ledgerVersion"]
+        status["ledgerVersion"] = guard + 1
+        ops = [{"op": "test", "path": "/status/ledgerVersion", "value": guard},
+               {"op": "add", "path": "/status", "value": status}]
+        async with session[0].patch(url + f"{FLOOR_PATH}/{node}/status", data=msgspec.json.encode(ops),
+                                    headers={"Content-Type": "application/json-patch+json"}) as response:
+            answer = await response.read()
+            if response.status == 200:
+                written.decode(answer)
+            else:
+                status["ledgerVersion"] = guard  # two pods of one node at once: the later write's test failed
+
+    async def handler(event: dict[str, Any], resource: Any, body: Any, **_: Any) -> None:
         if event.get("type") is None:
             counts["listed"] += 1
             if counts["listed"] == expected:
                 print(f"listed {counts['listed']}", flush=True)
         elif resource.plural == "pods":
+            if writes:
+                await write(body.get("spec", {}).get("nodeName") or "")
             counts["events"] += 1
             if counts["events"] % 10 == 0:
                 print(f"events {counts['events']}", flush=True)
 
+    async def echo(**_: Any) -> None:
+        pass
+
     for kind, selector in WATCHED:
         kopf.on.event(*selector, registry=registry, id=f"{kind}-floor")(handler)
+    if writes:
+        kopf.on.event(FLOOR_GROUP, FLOOR_VERSION, FLOOR_PLURAL, registry=registry, id="echo")(echo)
     loop = asyncio.get_running_loop()
     settings = settings_for(Runtime(OperatorConfig(server=url), Metrics(), loop.time))
     await kopf.operator(registry=registry, settings=settings, clusterwide=True, standalone=True)
@@ -329,6 +386,16 @@ def ledgers_done(emulator: ClusterEmulator, nodes: list[str], before: dict[str, 
     return check
 
 
+def copy_ledgers(emulator: ClusterEmulator, nodes: list[str]) -> None:
+    """The writing floor's objects: one per node, its status a copy of the node's ledger's (rule 8)."""
+    spec = emulator.require(FLOOR_RESOURCE)
+    for node in nodes:
+        status = (emulator.get_object(bench.LEDGER_RESOURCE, node) or {}).get("status") or {}
+        emulator.store.create(spec, {"apiVersion": f"{FLOOR_GROUP}/{FLOOR_VERSION}", "kind": "FloorLedger",
+                                     "metadata": {"name": node}, "status": json.loads(json.dumps(status))},
+                              None, preload=True)
+
+
 def versions(emulator: ClusterEmulator, nodes: list[str]) -> dict[str, int]:
     return {n: int(((emulator.get_object(bench.LEDGER_RESOURCE, n) or {}).get("status") or {})
                    .get("ledgerVersion") or 0) for n in nodes}
@@ -378,7 +445,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     t = time.perf_counter()
     SnapshotLists()
     async with serve_emulator(emulator=ClusterEmulator(journal_limit=10**7)) as (emulator, url):
-        run = load(emulator, args.seed, args.nodes, args.pods_per_node, 2 * steady + 1)
+        register_cluster_resources(emulator, [Declaration(FLOOR_RESOURCE, "FloorLedger", False, ("status",))])
+        run = load(emulator, args.seed, args.nodes, args.pods_per_node, 3 * steady + 1)
         report["load_seconds"] = time.perf_counter() - t
         report["objects"], report["pods"], report["nodes"] = run.objects, run.pods, len(run.nodes)
         report.update(run.sizes)
@@ -433,6 +501,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             await until(lambda: kopf_events(kopf) >= kopf_events0 + noop, "the Kopf floor's no-op events", kopf)
             fresh["noop_cpu_per_event"] = (child.cpu() - cpu0) / noop  # rule 7
             fresh["kopf_noop_cpu_per_event"] = (kopf.cpu() - kopf_cpu0) / noop
+
+            step("the writing floor: a copy of every ledger, the Kopf operator that writes them, a third paced run")
+            fresh["writing"] = await writing_window(emulator, run, watch, requests, url, child, kopf, steady, args.rate)
             await kopf.stop()
             fresh.update({f"after_{k}": v for k, v in child.memory().items()})
             report["fresh"] = fresh
@@ -456,6 +527,30 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             drainer.cancel()
             gc.unfreeze()
     return report
+
+
+async def writing_window(emulator: ClusterEmulator, run: Run, watch: bench.LedgerWatch, requests: bench.RequestLog,
+                         url: str, child: Child, kopf: Child, steady: int, rate: float) -> dict[str, float]:
+    """Rule 8: the writing floor beside the operator and the empty floor, over a paced run of its own (after the
+    one the targets are judged by, which the third process would load): CPU per event of all three."""
+    copy_ledgers(emulator, run.nodes)
+    writer = await spawn([sys.executable, str(HERE), "kopf-floor", url, str(run.objects), "writes"])
+    await until(lambda: writer.last("listed"), "the writing floor's initial list", writer)
+    for process in (writer, child, kopf):
+        await settled(process)
+    children = {"operator": child, "kopf": kopf, "writer": writer}
+    cpu0 = {name: process.cpu() for name, process in children.items()}
+    kopf0, writer0 = kopf_events(kopf), kopf_events(writer)
+    writes0 = requests.total()["other writes"]  # the writing floor's patches (the operator's are counted apart)
+    await paced(emulator, run, watch, 2 * steady, 3 * steady, rate)
+    await until(lambda: all(i in watch.written for i in range(2 * steady, 3 * steady)),
+                "every update in a ledger", child)
+    await until(lambda: kopf_events(kopf) >= kopf0 + steady, "the Kopf floor's events", kopf)
+    await until(lambda: kopf_events(writer) >= writer0 + steady, "the writing floor's events", writer)
+    out = {name: (process.cpu() - cpu0[name]) / steady for name, process in children.items()}
+    out["writes"] = requests.total()["other writes"] - writes0
+    await writer.stop()
+    return out
 
 
 async def noop_patches(emulator: ClusterEmulator, run: Run, watch: bench.LedgerWatch, requests: bench.RequestLog,
@@ -486,6 +581,7 @@ def _met(ok: bool) -> str:
 
 def markdown(report: dict[str, Any], command: str) -> str:
     lst, kopf, fresh, restart = report["list"], report["kopf"], report["fresh"], report["restart"]
+    writing = fresh["writing"]
     floor_list = lst["seconds"]
     lines = [
         f"Command: `{command}`. Machine: {os.cpu_count()} cores, Python {platform.python_version()}. "
@@ -518,6 +614,12 @@ def markdown(report: dict[str, Any], command: str) -> str:
         f"| no-op pod events (label patches), one window: CPU per event, no write (rule 7) (µs) | "
         f"Kopf {fresh['kopf_noop_cpu_per_event'] * 1e6:,.0f} | {fresh['noop_cpu_per_event'] * 1e6:,.0f} | "
         f"{fresh['noop_cpu_per_event'] / fresh['kopf_noop_cpu_per_event']:.2f} | |",
+        f"| a third window, the writing floor beside (rule 8): the empty Kopf operator (µs) | "
+        f"Kopf {writing['kopf'] * 1e6:,.0f} | {writing['operator'] * 1e6:,.0f} | "
+        f"{writing['operator'] / writing['kopf']:.2f} | |",
+        f"| the same window: the writing floor, Kopf and one status write per event ({writing['writes']:.0f} writes) "
+        f"(µs) | writing floor {writing['writer'] * 1e6:,.0f} ({writing['writer'] / writing['kopf']:.2f} × Kopf) | "
+        f"{writing['operator'] * 1e6:,.0f} | {writing['operator'] / writing['writer']:.2f} | |",
         f"| steady: event → ledger write, p50 / p99 (ms) | — | {fresh['p50'] * 1e3:.0f} / {fresh['p99'] * 1e3:.0f} | | "
         f"p99 ≤ 1 s: {_met(fresh['p99'] <= 1.0)} |",
         f"| no-op pod events (label patches): ledger writes | — | {fresh['noop']['ledger_writes']} for "
@@ -538,7 +640,7 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(list_floor(argv[1]))
         return
     if argv and argv[0] == "kopf-floor":
-        asyncio.run(kopf_floor(argv[1], int(argv[2])))
+        asyncio.run(kopf_floor(argv[1], int(argv[2]), writes=argv[3:] == ["writes"]))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", type=int, default=5000)

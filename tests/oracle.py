@@ -1,6 +1,6 @@
 """The naive oracle: every ledger recomputed from scratch, over plain lists of views, with linear scans.
 
-It implements the ``accounting.catalog.Catalog`` protocol as literally as the protocol's docstrings read,
+It implements the ``accounting.ledger.LedgerCatalog`` protocol as literally as the protocol's docstrings read,
 and shares nothing with ``ClusterState`` (no indexes, no caches, no dirty sets). It is deliberately slow
 and obvious: the incremental engine must agree with it on every node after any event stream.
 """

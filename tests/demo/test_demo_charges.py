@@ -1,6 +1,6 @@
 """The demo scheduler charges what the core's rule says (``accounting.statuses.planned_statuses``).
 
-Each case binds pods with :func:`draledger.demo.cluster.bind` and compares the status it wrote with the rule
+Each case binds pods with :func:`draledger.demo.scheduler.bind` and compares the status it wrote with the rule
 applied to the cluster that results: the demo cluster as built, a claim shared by two pods, and the same
 drivers publishing v1.37 mappings (the demo cluster itself has none).
 """
@@ -14,7 +14,7 @@ from typing import Any
 from draledger.commands.dumps import Loaded, load_items
 from draledger.core.accounting.ledger import Flags
 from draledger.core.accounting.statuses import planned_statuses
-from draledger.demo import cluster
+from draledger.demo import cluster, objects, scheduler
 
 NOW = datetime.datetime(2026, 12, 2, 10, 0, 0, tzinfo=datetime.UTC)
 STARTED = "2026-12-02T10:00:00Z"
@@ -46,7 +46,7 @@ class Cluster:
         return [*self.slices, *self.claims.values(), *self.pods]
 
     def bind(self, obj: Raw, node: str) -> Raw:
-        binding = cluster.bind(obj, node, self.claims, self.slices, STARTED, pods=self.pods)
+        binding = scheduler.bind(obj, node, self.claims, self.slices, STARTED, pods=self.pods)
         assert binding is not None, f"{obj['metadata']['name']} does not fit on {node}"
         for name, status in binding.claims.items():
             self.claims[name] = {**self.claims[name], "status": status}
@@ -56,7 +56,7 @@ class Cluster:
 
 
 def demo_slices() -> list[Raw]:
-    return [s for node in cluster.NODES for s in cluster.resource_slices(node, NOW)]
+    return [s for node in objects.NODES for s in objects.resource_slices(node, NOW)]
 
 
 def v137(slice_obj: Raw, gpu_overhead: bool) -> Raw:
@@ -67,7 +67,7 @@ def v137(slice_obj: Raw, gpu_overhead: bool) -> Raw:
         for resource, old in device.pop("nodeAllocatableResourceMappings").items():
             if "capacityKey" in old:
                 resources[resource] = {"mapping": {"capacityKey": old["capacityKey"], "capacityMultiplier": "1"}}
-            elif gpu_overhead and out["spec"]["driver"] == cluster.GPU_DRIVER:
+            elif gpu_overhead and out["spec"]["driver"] == objects.GPU_DRIVER:
                 resources[resource] = {"overhead": {"perPod": old["allocationMultiplier"]}}
             else:
                 resources[resource] = {"mapping": {"deviceMultiplier": old["allocationMultiplier"]}}
@@ -75,16 +75,16 @@ def v137(slice_obj: Raw, gpu_overhead: bool) -> Raw:
     return out
 
 
-def claim_pod(name: str, wants: list[cluster.Want], *containers: str) -> tuple[Raw, Raw]:
+def claim_pod(name: str, wants: list[objects.Want], *containers: str) -> tuple[Raw, Raw]:
     """A claim and a pod whose containers all reference it."""
-    claim = cluster.claim("ml", f"{name}-claim", wants, NOW)
-    boxes = [cluster.Box(container, "100m", "1Gi", ("c",)) for container in containers or ("main",)]
-    return claim, cluster.pod("ml", name, boxes, NOW, claims={"c": f"{name}-claim"})
+    claim = objects.claim("ml", f"{name}-claim", wants, NOW)
+    boxes = [objects.Box(container, "100m", "1Gi", ("c",)) for container in containers or ("main",)]
+    return claim, objects.pod("ml", name, boxes, NOW, claims={"c": f"{name}-claim"})
 
 
 def sharing(claim: Raw, name: str) -> Raw:
     """Another pod that references the same claim."""
-    return cluster.pod("ml", name, [cluster.Box("main", "100m", "1Gi", ("c",))], NOW,
+    return objects.pod("ml", name, [objects.Box("main", "100m", "1Gi", ("c",))], NOW,
                        claims={"c": claim["metadata"]["name"]})
 
 
@@ -105,7 +105,7 @@ class TestCharges:
     def test_gpu_cores_and_hugepages(self) -> None:
         """A GPU (16Gi, 2 cpu), 4 cores (2 cpu each) and 256Mi of hugepages, for each referencing container."""
         demo = Cluster(demo_slices(), [])
-        claim, pod = claim_pod("trainer", [cluster.gpus(), cluster.cores(4), cluster.hugepages("256Mi")],
+        claim, pod = claim_pod("trainer", [objects.gpus(), objects.cores(4), objects.hugepages("256Mi")],
                                "trainer", "sidecar")
         demo.claims[claim["metadata"]["name"]] = claim
         bound = demo.bind(pod, "worker-1")
@@ -116,7 +116,7 @@ class TestCharges:
     def test_a_mapped_claim_shared_by_two_pods(self) -> None:
         """The second consumer of a mapped claim gets no status: the rule has no single answer for it."""
         demo = Cluster(demo_slices(), [])
-        claim, first = claim_pod("first", [cluster.cores(2)])
+        claim, first = claim_pod("first", [objects.cores(2)])
         demo.claims[claim["metadata"]["name"]] = claim
         assert [{"resourceClaimName": "first-claim", "containers": ["main"], "resources": {"cpu": "4"}}] == \
             demo.bind(first, "worker-2")["status"][FIELD]
@@ -128,7 +128,7 @@ class TestCharges:
     def test_v137_mappings(self) -> None:
         """With v1.37 slices the scheduler writes the v1.37 shape: mapping and overhead lists."""
         demo = Cluster([v137(s, gpu_overhead=True) for s in demo_slices()], [])
-        claim, pod = claim_pod("trainer", [cluster.gpus(), cluster.cores(2), cluster.hugepages("64Mi")],
+        claim, pod = claim_pod("trainer", [objects.gpus(), objects.cores(2), objects.hugepages("64Mi")],
                                "trainer", "sidecar")
         demo.claims[claim["metadata"]["name"]] = claim
         bound = demo.bind(pod, "worker-3")
@@ -141,7 +141,7 @@ class TestCharges:
     def test_v137_overhead_only_claim_shared_by_two_pods(self) -> None:
         """A v1.37 claim with overhead only may be shared: each consumer is charged its own overhead."""
         demo = Cluster([v137(s, gpu_overhead=True) for s in demo_slices()], [])
-        claim, first = claim_pod("first", [cluster.gpus()])
+        claim, first = claim_pod("first", [objects.gpus()])
         demo.claims[claim["metadata"]["name"]] = claim
         demo.bind(first, "worker-1")
         second = demo.bind(sharing(claim, "second"), "worker-1")

@@ -13,7 +13,8 @@ from draledger.commands.audit import ledgers_of
 from draledger.commands.dumps import Loaded, load_items
 from draledger.core.accounting.ledger import Flags
 from draledger.core.accounting.release import GATE
-from draledger.demo import cluster
+from draledger.demo import cluster, scheduler
+from draledger.demo import objects as builders
 
 NOW = datetime.datetime(2026, 12, 2, 10, 0, 0, tzinfo=datetime.UTC)
 
@@ -105,7 +106,7 @@ class TestBuilder:
         items = objects()
         nodes = of_kind(items, "Node")
         previous = cluster.previous_ledgers(items, NOW)
-        assert list(cluster.NODES) == [obj["metadata"]["name"] for obj in previous]
+        assert list(builders.NODES) == [obj["metadata"]["name"] for obj in previous]
         for obj in previous:
             owner = obj["metadata"]["ownerReferences"][0]
             assert nodes[obj["metadata"]["name"]]["metadata"]["uid"] == owner["uid"]
@@ -131,7 +132,7 @@ class TestValidation:
             kubernetes_validate.validate(obj, "1.36.0", strict=True)
         pods = of_kind(later, "Pod")
         by_name = {obj["metadata"]["name"]: obj for obj in [*claims, *of_kind(later, "ResourceClaim").values()]}
-        binding = cluster.bind(pods["report-1"], "worker-1", by_name, slices, "2026-12-02T10:00:00Z")
+        binding = scheduler.bind(pods["report-1"], "worker-1", by_name, slices, "2026-12-02T10:00:00Z")
         assert binding is not None
         bound = copy.deepcopy(pods["report-1"])
         bound["spec"]["nodeName"] = binding.node
@@ -149,7 +150,7 @@ class TestScheduler:
 
     def test_allocation_keeps_requests_on_one_numa_zone(self) -> None:
         """A GPU with cores goes where both fit in one zone: worker-1's zone 0 GPU is taken, so zone 1."""
-        picked = cluster.allocate(self.claims["notebook-a-gpu"], "worker-1", self.slices, self.claims.values())
+        picked = scheduler.allocate(self.claims["notebook-a-gpu"], "worker-1", self.slices, self.claims.values())
         assert picked is not None
         devices = [r["device"] for r in picked["devices"]["results"]]
         assert ["gpu-1", "core-8", "core-9"] == devices
@@ -161,18 +162,18 @@ class TestScheduler:
         claims = dict(self.claims)
         for index in (0, 1):
             name = f"filler-{index}"
-            filler = cluster.claim("ml", name, [cluster.gpus()], NOW)
-            filler["status"] = {"allocation": cluster.allocate(filler, "worker-3", self.slices, claims.values())}
+            filler = builders.claim("ml", name, [builders.gpus()], NOW)
+            filler["status"] = {"allocation": scheduler.allocate(filler, "worker-3", self.slices, claims.values())}
             claims[name] = filler
-        assert cluster.allocate(claims["notebook-a-gpu"], "worker-3", self.slices, claims.values()) is None
+        assert scheduler.allocate(claims["notebook-a-gpu"], "worker-3", self.slices, claims.values()) is None
 
     def test_bind_refuses_another_node_than_the_claims(self) -> None:
         """A pod whose claim is allocated on worker-2 cannot be bound to worker-1."""
         later = cluster.later_pods("stale", NOW, self.slices, self.claims.values())
         pod = of_kind(later, "Pod")["inference-1"]
         claims = {**self.claims, **of_kind(later, "ResourceClaim")}
-        assert cluster.bind(pod, "worker-1", claims, self.slices, "2026-12-02T10:00:00Z") is None
-        binding = cluster.bind(pod, "worker-2", claims, self.slices, "2026-12-02T10:00:00Z")
+        assert scheduler.bind(pod, "worker-1", claims, self.slices, "2026-12-02T10:00:00Z") is None
+        binding = scheduler.bind(pod, "worker-2", claims, self.slices, "2026-12-02T10:00:00Z")
         assert binding is not None
         assert [{"resourceClaimName": "inference-1-gpu", "containers": ["server"],
                  "resources": {"cpu": "6", "memory": "16Gi"}}] == binding.pod_status[

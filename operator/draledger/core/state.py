@@ -121,7 +121,7 @@ def _claim_keys(pod: PodView) -> frozenset[ClaimKey]:
 
 
 class ClusterState:
-    """Implements ``accounting.catalog.Catalog`` over incrementally maintained indexes."""
+    """Implements ``accounting.ledger.LedgerCatalog`` over incrementally maintained indexes."""
 
     def __init__(self, api: str = "v1.36") -> None:
         self.api = api
@@ -323,7 +323,7 @@ class ClusterState:
         nodes = {s.node_name for s in pool.slices.values() if s.node_name} if pool else set()
         return nodes | self._consumer_nodes(self._pool_claims.get(pool_key, ()))
 
-    # ----- Catalog -----
+    # ----- LedgerCatalog (accounting.catalog.Catalog, then the derived values) -----
     def claim(self, key: ClaimKey) -> ClaimView | None:
         return self.claims.get(key)
 

@@ -4,7 +4,7 @@ Rules:
 1. The operator plays itself: nothing here writes a ledger status or removes a gate.
 2. The scheduler places only pods the operator released, on a node their required node affinity allows
    (the release may have added one), the allowed node with the most free cpu first; what it allocates and
-   charges is :func:`draledger.demo.cluster.bind`'s, which follows the core's rules.
+   charges is :func:`draledger.demo.scheduler.bind`'s, which follows the core's rules.
 3. Each action that the operator must see before the next one waits for it (:meth:`Pacer.until`).
 """
 
@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from draledger.core.quantities import QuantityError, parse_quantity
-from draledger.demo import cluster
+from draledger.demo import objects, scheduler
 from draledger.demo.emulator import ClusterEmulator
 from draledger.demo.frames import Board, describe_devices
 from draledger.demo.observing import CLAIMS, PODS, SLICES, Observer
@@ -34,9 +34,9 @@ def allowed_nodes(obj: Mapping[str, Any]) -> list[str]:
     affinity = (obj["spec"].get("affinity") or {}).get("nodeAffinity") or {}
     terms = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms")
     if not terms:
-        return list(cluster.NODES)
+        return list(objects.NODES)
     allowed = []
-    for node in cluster.NODES:
+    for node in objects.NODES:
         for term in terms:
             requirements = term.get("matchFields") or []
             if all(
@@ -96,7 +96,7 @@ class Components:
         started = rfc3339_now()
         candidates = sorted(allowed_nodes(obj), key=lambda node: (-self._free_cpu(node), node))
         for node in candidates:
-            binding = cluster.bind(obj, node, claims, slices, started, pods=pods)
+            binding = scheduler.bind(obj, node, claims, slices, started, pods=pods)
             if binding is None:
                 continue
             for name, status in binding.claims.items():

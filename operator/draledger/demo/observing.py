@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from draledger.core.accounting.release import GATE
-from draledger.demo import cluster
+from draledger.demo import objects
 from draledger.demo.emulator import ClusterEmulator
 from draledger.demo.waiting import DemoFailed
 from draledger.operator.running import Operator
@@ -56,7 +56,7 @@ class Observer:
         return dict((obj or {}).get("status") or {})
 
     def phase_is(self, phase: str, *nodes: str) -> Callable[[], bool]:
-        wanted = nodes or cluster.NODES
+        wanted = nodes or objects.NODES
         return lambda: all(self.status(node).get("phase") == phase for node in wanted)
 
     def pod(self, key: str) -> dict[str, Any]:

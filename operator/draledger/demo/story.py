@@ -21,7 +21,7 @@ import datetime
 from typing import Any, Final
 
 from draledger.commands.report import write_svg
-from draledger.demo import cluster
+from draledger.demo import cluster, objects
 from draledger.demo.acting import Components
 from draledger.demo.emulator import ClusterEmulator
 from draledger.demo.frames import Board
@@ -107,7 +107,7 @@ class Story:
         )
         await self.pacer.until("the rebuild is complete", self.operator.runtime.rebuilt.is_set)
         await self.pacer.until("every ledger Ready", self.observer.phase_is("Ready"))
-        kept = ", ".join(f"{node}={self.observer.status(node).get('mappingVersion')}" for node in cluster.NODES)
+        kept = ", ".join(f"{node}={self.observer.status(node).get('mappingVersion')}" for node in objects.NODES)
         self.board.note(f"mappingVersion read back from the stored ledgers, unchanged mappings: {kept}")
         await self.pacer.until(
             "batch/legacy-etl backfilled",
@@ -161,7 +161,7 @@ class Story:
         name = self.gone["metadata"]["name"]
         back["metadata"] = {
             "name": name,
-            "uid": cluster.uid("ResourceSlice", "", name, "republished"),
+            "uid": objects.uid("ResourceSlice", "", name, "republished"),
             "ownerReferences": self.gone["metadata"].get("ownerReferences", []),
         }
         self.emulator.load_objects([back])

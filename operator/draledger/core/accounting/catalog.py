@@ -1,21 +1,17 @@
-"""What the accounting of one node may ask about the rest of the cluster.
+"""What the accounting of one node may ask about the rest of the cluster: lookups over the views.
 
-Both the incremental ``ClusterState`` and the tests' naive oracle implement this protocol, so the rules in
-``ledger.py`` are written once; the last five methods are the derived values a catalog may keep.
+Both the incremental ``ClusterState`` and the tests' naive oracle implement this protocol, so the rules are
+written once. The derived values a catalog may keep besides (a claim's contribution, a pod's charge, a node's
+sums, zones and mapping fingerprint) are ``ledger.LedgerCatalog``'s: they are the rules' own results, and this
+module stays below every rule that asks it something.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from draledger.core.views import ClaimView, DeviceView, PodView, Problem
-
-if TYPE_CHECKING:
-    from draledger.core.accounting.contributions import Contribution
-    from draledger.core.accounting.footprints import Resources
-    from draledger.core.accounting.ledger import PodCharge
-    from draledger.core.accounting.sums import NodeSums
 
 PodKey = tuple[str, str]
 ClaimKey = tuple[str, str]
@@ -51,18 +47,3 @@ class Catalog(Protocol):
 
     def pods_on(self, node: str) -> Sequence[PodView]:
         """Counted pods bound to the node, sorted by namespace/name."""
-
-    def node_sums(self, node: str) -> NodeSums:
-        """The running sums of the node's counted pods (accounting.sums)."""
-
-    def contribution(self, claim: ClaimView, attributes: tuple[str, ...]) -> Contribution:
-        """``contributions.contribution(claim, self, attributes)`` (a catalog may cache it)."""
-
-    def mapping_fingerprint(self, node: str) -> str:
-        """``ledger.mapping_fingerprint(self, node)`` (a catalog may cache it)."""
-
-    def zone_capacity(self, node: str, attributes: tuple[str, ...]) -> dict[int, Resources]:
-        """``ledger.node_zone_capacity(self, node, attributes)`` (a catalog may cache it; only to be read)."""
-
-    def pod_charge(self, pod: PodView, attributes: tuple[str, ...]) -> PodCharge:
-        """``ledger.pod_charge(pod, self, attributes)`` (a catalog may cache it)."""

@@ -20,11 +20,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from draledger.core.accounting.catalog import Catalog, ClaimKey, PodKey
 from draledger.core.accounting.contributions import Contribution, DeviceRef
 from draledger.core.accounting.footprints import Resources, add_into, footprint
+from draledger.core.accounting.sums import NodeSums
 from draledger.core.accounting.zones import DEFAULT_NUMA_ATTRIBUTES, zone_capacity
 from draledger.core.quantities import ZERO, Quantity, scheduler_units
 from draledger.core.views import ClaimView, NodeView, PodView, Problem
@@ -139,7 +140,27 @@ class _ClaimAcc:
     problems: list[str] = field(default_factory=list)
 
 
-def compute(node: NodeView, catalog: Catalog, flags: Flags = Flags()) -> Ledger:
+class LedgerCatalog(Catalog, Protocol):
+    """A catalog as the node's pass asks it: its lookups, and the derived values it may keep (``ClusterState``
+    caches them; the tests' oracle computes each one when asked)."""
+
+    def node_sums(self, node: str) -> NodeSums:
+        """The running sums of the node's counted pods (accounting.sums)."""
+
+    def contribution(self, claim: ClaimView, attributes: tuple[str, ...]) -> Contribution:
+        """``contributions.contribution(claim, self, attributes)`` (a catalog may cache it)."""
+
+    def mapping_fingerprint(self, node: str) -> str:
+        """``ledger.mapping_fingerprint(self, node)`` (a catalog may cache it)."""
+
+    def zone_capacity(self, node: str, attributes: tuple[str, ...]) -> dict[int, Resources]:
+        """``ledger.node_zone_capacity(self, node, attributes)`` (a catalog may cache it; only to be read)."""
+
+    def pod_charge(self, pod: PodView, attributes: tuple[str, ...]) -> PodCharge:
+        """``ledger.pod_charge(pod, self, attributes)`` (a catalog may cache it)."""
+
+
+def compute(node: NodeView, catalog: LedgerCatalog, flags: Flags = Flags()) -> Ledger:
     """One node's ledger: the node's running sums for its pods, and a visit of the pods the sums cannot stand
     for (claims, claim statuses, problems). A catalog may cache what depends only on its inputs (a claim's
     contribution, a node's fingerprint and zone capacity); the figures are the same either way."""
@@ -249,7 +270,7 @@ class PodCharge(NamedTuple):
     charged: Resources  # Σ of what its claim statuses say
 
 
-def pod_charge(pod: PodView, catalog: Catalog, attributes: tuple[str, ...]) -> PodCharge:
+def pod_charge(pod: PodView, catalog: LedgerCatalog, attributes: tuple[str, ...]) -> PodCharge:
     """The pod's ``PodCharge`` (rules 2 and 3)."""
     statuses = {s.claim_name: s for s in pod.claim_statuses or ()}
     problems: list[Problem] = []

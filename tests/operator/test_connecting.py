@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
 import stat
 import subprocess
 import sys
@@ -56,8 +57,10 @@ class ExecPlugin:
     log: Path
 
     @classmethod
-    def write(cls, directory: Path, token: str, exit_code: int = 0) -> ExecPlugin:
+    def write(cls, directory: Path, token: str, exit_code: int = 0, expires: str = "") -> ExecPlugin:
+        """``expires``: the ``expirationTimestamp`` the plugin prints (none when empty)."""
         plugin = cls(directory / "credential-plugin", directory / "plugin-token", directory / "plugin.log")
+        status = {"expirationTimestamp": expires} if expires else {}
         plugin.token_file.write_text(token, encoding="utf-8")
         plugin.script.write_text(textwrap.dedent(f"""\
             #!{sys.executable}
@@ -69,7 +72,7 @@ class ExecPlugin:
                 print("the identity provider is down", file=sys.stderr)
                 sys.exit({exit_code})
             print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
-                              "status": {{"token": token}}}}))
+                              "status": {{"token": token, **{status!r}}}}}))
             """), encoding="utf-8")
         plugin.script.chmod(plugin.script.stat().st_mode | stat.S_IXUSR)
         return plugin
@@ -158,6 +161,16 @@ class TestKubeconfig:
         second = credentials(source)
         assert (("Bearer", "one"), ("Bearer", "two")) == ((first.scheme, first.token), (second.scheme, second.token))
         assert ["one", "two"] == plugin.runs()
+
+    def test_an_exec_plugins_expiry_is_the_credentials_expiration(self, tmp_path: Path) -> None:
+        """``expirationTimestamp`` less 30 s (rule 6): Kopf and KubeApi log in again before it; none, none."""
+        plugin = ExecPlugin.write(tmp_path, "one", expires="2026-12-04T12:00:00Z")
+        info = credentials(Source(kubeconfig=str(kubeconfig(tmp_path / "config", {"sso": plugin.user}))))
+        assert datetime.datetime(2026, 12, 4, 11, 59, 30, tzinfo=datetime.UTC) == info.expiration
+        (tmp_path / "forever").mkdir()
+        forever = ExecPlugin.write(tmp_path / "forever", "two")
+        info = credentials(Source(kubeconfig=str(kubeconfig(tmp_path / "config2", {"sso": forever.user}))))
+        assert ("two", None) == (info.token, info.expiration)
 
     def test_a_failing_exec_plugin_is_an_error(self, tmp_path: Path) -> None:
         """A plugin that exits non-zero is a CredentialsError with its stderr (the package only logs it and
@@ -341,6 +354,40 @@ class TestRelogin:
         finally:
             await api.close()
         assert (401, 1) == (raised.value.status, len(token_server.seen))
+
+    @pytest.mark.parametrize(("seconds_left", "tokens"), [
+        pytest.param(-1, ["Bearer new"], id="expired: fresh ones first"),
+        pytest.param(1, ["Bearer old", "Bearer new"], id="not yet: the 401 path"),
+    ])
+    async def test_expired_credentials_are_loaded_again_before_the_request(
+        self, token_server: TokenServer, seconds_left: int, tokens: list[str]
+    ) -> None:
+        """Credentials past their ``expiration`` are replaced before the request goes out (one request, not a
+        401 first); before it, the old token is sent (here refused, so the 401 path logs in once)."""
+        now = datetime.datetime(2026, 12, 4, 12, 0, tzinfo=datetime.UTC)
+        login, handed = logins(token_server, "new")
+        old = kopf.ConnectionInfo(server=token_server.url, token="old", scheme="Bearer",
+                                  expiration=now + datetime.timedelta(seconds=seconds_left))
+        api = KubeApi(old, no_sleep, login=login, now=lambda: now)
+        try:
+            answer = await api.get("/api/v1/namespaces/kube-system")
+        finally:
+            await api.close()
+        assert "kube-system" == answer["metadata"]["name"]
+        assert (["new"], tokens) == (handed, [seen["authorization"] for seen in token_server.seen])
+
+    async def test_a_naive_expiration_is_utc(self, token_server: TokenServer) -> None:
+        """A ``datetime`` without a zone is read as UTC, as Kopf reads it."""
+        now = datetime.datetime(2026, 12, 4, 12, 0, tzinfo=datetime.UTC)
+        login, handed = logins(token_server, "new")
+        old = kopf.ConnectionInfo(server=token_server.url, token="old", scheme="Bearer",
+                                  expiration=datetime.datetime(2026, 12, 4, 11, 59))
+        api = KubeApi(old, no_sleep, login=login, now=lambda: now)
+        try:
+            await api.get("/api/v1/namespaces/kube-system")
+        finally:
+            await api.close()
+        assert (["new"], 1) == (handed, len(token_server.seen))
 
     async def test_relogin_runs_the_exec_plugin_again(self, token_server: TokenServer, tmp_path: Path) -> None:
         """With a kubeconfig's exec plugin: a rotated token is picked up by the plugin's second run."""

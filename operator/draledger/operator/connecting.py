@@ -13,11 +13,16 @@ Rules:
    exec plugin and carries on without credentials (every request would then go out anonymous); its error
    is caught from the log and raised here instead.
 5. ``$KUBECONFIG`` is read at each call: the package reads it once, when it is imported.
+6. Credentials that say when they expire (an exec plugin's ``expirationTimestamp``; an OIDC or GCP provider's
+   expiry) carry ``expiration``: that time less ``EARLY``. Kopf logs in again once it has passed, and so does
+   ``KubeApi`` before its next request, so no request goes out with a token about to expire; the 401 path
+   stays for tokens revoked early.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import os
 from collections.abc import Iterator
@@ -26,6 +31,7 @@ from dataclasses import dataclass
 import kopf
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
+EARLY = datetime.timedelta(seconds=30)  # credentials count as expired this long before they say (rule 6)
 
 
 class CredentialsError(Exception):
@@ -85,6 +91,7 @@ def credentials(source: Source) -> kopf.ConnectionInfo:
     named = source.kubeconfig or source.context or os.environ.get("KUBECONFIG")
     in_cluster = not named and "KUBERNETES_SERVICE_HOST" in os.environ
     try:
+        expiry = None
         if in_cluster:
             kubernetes.config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         else:
@@ -92,9 +99,7 @@ def credentials(source: Source) -> kopf.ConnectionInfo:
                 raise CredentialsError(f"cannot use the kubeconfig {source.kubeconfig}: no such file")
             path = source.kubeconfig or os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG  # rule 5
             with _package_errors() as logged:
-                kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
-                    config_file=path, context=source.context or None, client_configuration=configuration
-                )
+                expiry = _load_kubeconfig(path, source.context, configuration)
             if logged.messages:  # e.g. "exec: process returned 1. <its stderr>"
                 raise CredentialsError(f"cannot use {source.describe()}: {' '.join(logged.messages[0].split())}")
     except CredentialsError:
@@ -117,4 +122,25 @@ def credentials(source: Source) -> kopf.ConnectionInfo:
         token=token or None,
         certificate_path=configuration.cert_file,
         private_key_path=configuration.key_file,
+        expiration=expiry - EARLY if expiry is not None else None,
     )
+
+
+def _load_kubeconfig(path: str, context: str, configuration: object) -> datetime.datetime | None:
+    """What ``kubernetes.config.load_kube_config`` does (the same merge of ``path``'s files, the same loader
+    and persister), keeping the loader to read when its credentials expire (rule 6): the function drops it."""
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+
+    merged = KubeConfigMerger(path)  # type: ignore[no-untyped-call]
+    if merged.config is None:
+        raise ConfigException("Invalid kube-config file. No configuration found.")
+    loader = KubeConfigLoader(  # type: ignore[no-untyped-call]
+        config_dict=merged.config, active_context=context or None, config_base_path=None,
+        config_persister=merged.save_changes,
+    )
+    loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+    expiry = getattr(loader, "expiry", None)
+    if not isinstance(expiry, datetime.datetime):
+        return None
+    return expiry if expiry.tzinfo is not None else expiry.replace(tzinfo=datetime.UTC)

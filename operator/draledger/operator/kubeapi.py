@@ -3,6 +3,7 @@
 Rules:
 1. Credentials are a ``kopf.ConnectionInfo`` (draledger.operator.connecting): in-cluster, a kubeconfig, or an explicit
    URL. A 401 loads them again (``login``) and retries once: rotated tokens and exec plugins keep working.
+   Credentials past their ``expiration`` (connecting, rule 6) are loaded again before the request goes out.
 2. 429, 5xx and connection errors are retried with capped exponential backoff (honouring Retry-After);
    409/422 are returned to the caller as ``Conflict`` (it re-reads and decides), 404 as ``NotFound``; other 4xx
    raise ``ApiError``. An error's body may be plain text (kube-apiserver's ``404 page not found``); only a
@@ -15,6 +16,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -72,12 +74,15 @@ class KubeApi:
         timeout: float = 30.0,
         connect_timeout: float | None = None,
         login: Callable[[], kopf.ConnectionInfo] | None = None,
+        now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
     ) -> None:
         """``attempts`` retries of 429, 5xx and connection errors; ``timeout`` seconds per request, of which
-        ``connect_timeout`` to connect (commands use short ones, so an unreachable server fails fast)."""
+        ``connect_timeout`` to connect (commands use short ones, so an unreachable server fails fast);
+        ``now``, the wall clock that credentials expire by."""
         self.server = info.server.rstrip("/")
         self._info = info
         self._login = login
+        self._now = now
         self._sleep = sleep
         self._attempts = attempts
         self._timeout = aiohttp.ClientTimeout(total=timeout, connect=connect_timeout)
@@ -114,6 +119,15 @@ class KubeApi:
             await self._session.close()
             self._session = None
         return True
+
+    def expired(self) -> bool:
+        """Whether the credentials say they have expired (rule 1)."""
+        expiration = self._info.expiration
+        if expiration is None:
+            return False
+        if expiration.tzinfo is None:
+            expiration = expiration.replace(tzinfo=datetime.UTC)  # naive: UTC, as Kopf reads it
+        return self._now() >= expiration
 
     async def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -157,6 +171,8 @@ class KubeApi:
         if method in ("POST", "PUT", "PATCH"):
             params = {**(params or {}), "fieldManager": FIELD_MANAGER}
         relogged = False
+        if self.expired():
+            relogged = await self.relogin()  # at most once per request, with the 401's
         for attempt in range(len(delays) + 1):
             try:
                 session = await self.session()

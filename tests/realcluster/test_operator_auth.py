@@ -68,17 +68,27 @@ class ExecPlugin:
     log: Path
 
     @classmethod
-    def write(cls, directory: Path, token: str) -> ExecPlugin:
+    def write(cls, directory: Path, token: str, lifetime: int = 0) -> ExecPlugin:
+        """``token``: one per line, each run hands out the first and drops it while more follow (one token: the
+        same at every run). ``lifetime``: each run's ExecCredential says it expires that many seconds later
+        (0: it never says)."""
         plugin = cls(directory / "credential-plugin", directory / "plugin-token", directory / "plugin.log")
         plugin.token_file.write_text(token, encoding="utf-8")
         plugin.script.write_text(textwrap.dedent(f"""\
             #!{sys.executable}
-            import json
-            token = open({str(plugin.token_file)!r}).read().strip()
+            import datetime, json
+            tokens = open({str(plugin.token_file)!r}).read().split()
+            token = tokens[0]
+            if len(tokens) > 1:
+                open({str(plugin.token_file)!r}, "w").write("\\n".join(tokens[1:]))
             with open({str(plugin.log)!r}, "a") as log:
                 log.write(token + "\\n")
+            status = {{"token": token}}
+            if {lifetime}:
+                expiry = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds={lifetime})
+                status["expirationTimestamp"] = expiry.strftime("%Y-%m-%dT%H:%M:%SZ")
             print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
-                              "status": {{"token": token}}}}))
+                              "status": status}}))
             """), encoding="utf-8")
         plugin.script.chmod(plugin.script.stat().st_mode | stat.S_IXUSR)
         return plugin
@@ -244,6 +254,42 @@ class TestCredentials:
 
 
 class TestRotation:
+    def test_credentials_that_say_they_expire_are_renewed_before_they_do(
+            self, control_plane: ControlPlane, installation: Installation, operators: Operators, site: Site,
+            tmp_path: Path) -> None:
+        """An exec plugin that hands out a new token at each run, each ExecCredential saying it expires 40 s
+        later: Kopf and the writer count it expired 30 s early and run the plugin again before their next
+        request. The writer's ledger writes after that carry a later token than the start's, and no request
+        is refused (every token stays valid: a 401 could only come from credentials used past their expiry)."""
+        api = site.api
+        site.setup(1, gated=False)
+        tokens = [bound_token(api, site, f"{site.name}-expiring-{index}")[0] for index in range(12)]
+        plugin = ExecPlugin.write(tmp_path, "\n".join(tokens), lifetime=40)
+        kubeconfig = two_contexts(tmp_path / "exec.kubeconfig", control_plane, plugin.user)
+
+        def writer_tokens(since: int) -> set[str]:
+            """The tokens (by ID) of the ledger requests of the operator's own client (not Kopf's) since then."""
+            events = from_operator(audit_events(control_plane, since))
+            return {credential_of(event) for event in events if event["userAgent"].startswith("draledger/")
+                    and (event.get("objectRef") or {}).get("resource") == "nodeallocatableledgers"}
+
+        failures, begin = failed_authentications(control_plane), audit_offset(control_plane)
+        operator = operators.start("--kubeconfig", str(kubeconfig), "--context", CONTEXT, "--node-selector",
+                                   site.label, "--watch-timeout", "5", kubeconfig=tmp_path / "no-such.kubeconfig")
+        wait_until(lambda: phase(api, site.nodes[0]) == "Ready", within=WITHIN, what="the first node's ledger")
+        started = writer_tokens(begin)  # the start's: the priming and the first ledger's writes
+        # the watches reconnect every 5 s (--watch-timeout): the first reconnect past the expiration logs in
+        wait_until(lambda: operator.logged(REAUTHENTICATING), within=60, what="Kopf to log in again")
+        offset = audit_offset(control_plane)
+        written = site.add_node(f"{site.name}-renewed")  # created and written by the writer's own client
+        wait_until(lambda: phase(api, written) == "Ready", within=WITHIN, what="a ledger written after the expiry")
+        renewed = writer_tokens(offset)
+        assert started
+        assert renewed
+        assert not started & renewed  # a later plugin run's token: loaded again before the write
+        assert len(plugin.runs()) >= 3  # the start's, Kopf's, the writer's: a token each
+        assert 0 == failed_authentications(control_plane) - failures  # renewed before, never after a 401
+
     def test_a_revoked_token_is_replaced_through_the_exec_plugin(
             self, control_plane: ControlPlane, installation: Installation, operators: Operators, site: Site,
             tmp_path: Path) -> None:

@@ -146,22 +146,21 @@ async def kopf_floor(url: str, expected: int, writes: bool = False) -> None:
         return info
 
     statuses: dict[str, dict[str, Any]] = {}
-    session: list[aiohttp.ClientSession] = []
     written = msgspec.json.Decoder(FloorAnswer)
-    if writes:
-        session.append(aiohttp.ClientSession())
-        async with session[0].get(url + FLOOR_PATH) as response:
+    session = aiohttp.ClientSession() if writes else None
+    if session is not None:
+        async with session.get(url + FLOOR_PATH) as response:
             statuses.update((o["metadata"]["name"], o["status"]) for o in json.loads(await response.read())["items"])
 
     async def write(node: str) -> None:
         status = statuses.get(node)
-        if status is None:
+        if status is None or session is None:
             return
         guard = status["ledgerVersion"]
         status["ledgerVersion"] = guard + 1
         ops = [{"op": "test", "path": "/status/ledgerVersion", "value": guard},
                {"op": "add", "path": "/status", "value": status}]
-        async with session[0].patch(url + f"{FLOOR_PATH}/{node}/status", data=msgspec.json.encode(ops),
+        async with session.patch(url + f"{FLOOR_PATH}/{node}/status", data=msgspec.json.encode(ops),
                                     headers={"Content-Type": "application/json-patch+json"}) as response:
             answer = await response.read()
             if response.status == 200:

@@ -677,6 +677,27 @@ class TestIllTypedObjects:
         done = run_audit("-f", str(path))
         assert (0, "n\\ud800") == (done.returncode, done.stdout.splitlines()[1].split()[0])
 
+    def test_every_output_with_names_that_are_no_valid_unicode(
+        self, run_audit: RunAudit, write_dump: WriteDump, tmp_path: Path
+    ) -> None:
+        """A lone surrogate in a node's name and in a resource name (both valid JSON) reaches every output: JSON
+        gives the same name back, YAML and the SVG picture hold it escaped, the table keeps its columns."""
+        path = write_dump(
+            '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n\\ud800"}, "status": '
+            '{"allocatable": {"cpu": "4", "x\\udc00": null}, "capacity": {"cpu": "4"}}}]}'
+        )
+        picture = tmp_path / "ledgers.svg"
+        as_json = run_audit("-f", str(path), "-o", "json", "--svg", str(picture))
+        ledger = json.loads(as_json.stdout)["items"][0]
+        assert (0, "n\ud800", ["status.allocatable.x\udc00"]) == (
+            as_json.returncode, ledger["metadata"]["name"], [p["field"] for p in ledger["status"]["problems"]])
+        assert "n\\ud800" in picture.read_text(encoding="utf-8")
+        as_yaml = run_audit("-f", str(path), "-o", "yaml")
+        assert (0, "n\ud800") == (as_yaml.returncode, yaml.safe_load(as_yaml.stdout)["items"][0]["metadata"]["name"])
+        header, row = run_audit("-f", str(path)).stdout.splitlines()[:2]
+        name, phase = row.split()[:2]
+        assert (row.index(f" {phase} ") + 1, "n\\ud800") == (header.index("PHASE"), name)
+
 
 class TestLoading:
     def test_malformed_items_in_process(self) -> None:

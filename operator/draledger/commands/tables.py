@@ -11,6 +11,7 @@ from typing import Any
 
 from draledger.commands import colour
 from draledger.core.figures import humanize_pair
+from draledger.core.views.problems import printable
 
 MAIN = ("cpu", "memory")
 PHASE = 1  # the column of the ledger table that is coloured
@@ -19,7 +20,9 @@ PHASE = 1  # the column of the ledger table that is coloured
 def render(
     headers: Sequence[str], rows: Sequence[Sequence[str]], paint: Callable[[int, str], str] | None = None
 ) -> str:
-    """The table; ``paint(column, text)`` may colour a cell's text (never its padding: columns stay aligned)."""
+    """The table; ``paint(column, text)`` may colour a cell's text (never its padding: columns stay aligned).
+    A cell that does not print (a newline or a lone surrogate in a name) is shown escaped, on its row."""
+    rows = [[printable(text) for text in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
 
     def cell(index: int, text: str, painted: bool) -> str:

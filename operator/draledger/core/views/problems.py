@@ -55,10 +55,14 @@ class Problem:
         if self.field:
             where += f" field {self.field}"
         shown = f" = {self.value}" if self.value else ""
-        text = f"{self.reason}: {where}{shown}: {self.message}"
-        if text.isprintable():
-            return text
-        return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+        return printable(f"{self.reason}: {where}{shown}: {self.message}")
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that does not print (a newline, a lone surrogate) written as its escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class _Text(str):

@@ -124,12 +124,12 @@ def devices_key(
 
     marshal writes every value with its type (``1``, ``1.0`` and ``true`` differ, though ``==`` holds them
     equal), and its bytes load back to exactly the value written: equal keys are equal inputs, short of a
-    SHA-256 collision. Equal inputs mostly give equal keys, not always (marshal marks an object that more than
-    one reference holds, such as a key string the JSON decoder shares): that costs one more reading, never a
-    wrong view.
+    SHA-256 collision. Format 0 makes equal inputs give equal keys too: later formats also write whether a
+    string is interned and whether an object is held more than once (a key string the JSON decoder shares, a
+    device name the reader interned), which no input says.
     """
     try:
-        data = marshal.dumps((raw_devices, driver, basic, keep), 4)  # type: ignore[arg-type]  # ValueError if not
+        data = marshal.dumps((raw_devices, driver, basic, keep), 0)  # type: ignore[arg-type]  # ValueError if not
     except (ValueError, TypeError):
         return None
     return hashlib.sha256(data).digest()

@@ -1,12 +1,14 @@
 """A warm standby (issue 15): two real operator processes with leader election against the emulator.
 
 - ``test_the_standby_takes_over_when_the_leader_is_killed``: a leader and a standby, both Ready; churn; the
-  leader is SIGKILLed; the standby takes the Lease within the lease duration plus two retry periods (it sees
-  the leader's last renewal up to one retry period late, counts the duration from there on its own clock,
-  and tries once per retry period), and carries on without marking any ledger Rebuilding, its versions
-  continuing from the stored ones. Then the fault suite's judgement (tests/faults/checks.py): no wrong
-  release, no version back, the ledgers equal to ``audit`` of the store, no write in a quiet window (the
-  Lease's renewals aside: a leader renews every retry period by design), no pod held for a transient reason.
+  leader is SIGKILLed; the standby takes the Lease within the lease duration plus one retry period (it sees
+  the leader's last renewal up to one retry period late, counts the duration from there on its own clock, and
+  tries the moment it has passed), plus a margin of one more retry period for a loaded machine (the attempt's
+  GET and PUT, the event loop's lag under churn, the test's polling of ``/readyz``), and carries on without
+  marking any ledger Rebuilding, its versions continuing from the stored ones. Then the fault suite's
+  judgement (tests/faults/checks.py): no wrong release, no version back, the ledgers equal to ``audit`` of the
+  store, no write in a quiet window (the Lease's renewals aside: a leader renews every retry period by
+  design), no pod held for a transient reason.
 - ``test_a_leader_stopped_by_sigterm_hands_over_at_once``: the leader gives its Lease up when it stops.
 - ``test_a_standby_writes_nothing``: the Lease held by another replica that keeps it; the standby is Ready
   (it says so: ``ready: standby``) through churn, and the emulator's request log holds no write at all.
@@ -29,6 +31,8 @@ from tests.faults.timeline import OPERATOR
 from tests.faults.world import CONVERGE_WITHIN, HELD_FOR_NOTHING, QUIET, World, poll
 
 LEASE, RENEW, RETRY = 3.0, 2.0, 0.5
+TAKEOVER = LEASE + RETRY  # the rules' bound, from the kill (electing.Elector.next_attempt)
+LATENCY = RETRY  # two cores shared by the emulator, the churn, two operators and the test
 ELECTION = (
     "--leader-election",
     "--leader-election-lease-duration", f"{LEASE:g}s",
@@ -94,7 +98,10 @@ async def judged(world: World, survivor: OperatorProcess) -> list[str]:
     before = (writes_but_leases(emulator), changes())
     await asyncio.sleep(QUIET)  # an absence is observed over a window; nothing to poll for
     if (writes_but_leases(emulator), changes()) != before:
-        problems.append(f"request loop: writes in a {QUIET:g}s quiet window after convergence")
+        extra = [f"{e.plural}/{e.change.obj['metadata']['name']} {e.change.type}"
+                 for e in [e for e in world.timeline.entries if e.plural != "leases"][before[1]:]][:8]
+        problems.append(f"request loop: {writes_but_leases(emulator) - before[0]} writes in a {QUIET:g}s quiet "
+                        f"window after convergence ({extra})")
     held = await survivor.gauge("draledger_gated_pods")
     stuck = {labels: value for labels, value in held.items() if labels in HELD_FOR_NOTHING and value}
     if stuck:
@@ -119,10 +126,10 @@ async def test_the_standby_takes_over_when_the_leader_is_killed(tmp_path: Path) 
                 await world.pause(2.0)
                 leader.kill()
                 killed_at = time.monotonic()
-                await role(standby, "leader", within=LEASE + 2 * RETRY + 5)
+                await role(standby, "leader", within=TAKEOVER + LATENCY + 5)
                 took = time.monotonic() - killed_at
                 await world.pause(2.0)
-            assert took <= LEASE + 2 * RETRY, f"the standby took {took:.2f}s to take over"
+            assert took <= TAKEOVER + LATENCY, f"the standby took {took:.2f}s to take over"
             assert first != holder(world.emulator) != ""
             rebuilding = [e.change.obj["metadata"]["name"] for e in world.timeline.entries
                           if e.actor == OPERATOR and e.plural == checks.LEDGERS and e.at > killed_at

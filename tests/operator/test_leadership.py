@@ -21,7 +21,7 @@ from draledger.demo.emulator import ClusterEmulator, serve_emulator
 from draledger.demo.emulator.faults import WriteFault
 from draledger.operator.config import OperatorConfig, add_arguments, from_args
 from draledger.operator.electing import Elector, FencedApi, NotLeading
-from draledger.operator.kubeapi import KubeApi
+from draledger.operator.kubeapi import ApiError, KubeApi
 from draledger.operator.leadership import LeaderElection, lease_spec
 from draledger.operator.metrics import Metrics
 from draledger.operator.runtime import Runtime
@@ -141,6 +141,34 @@ class TestElector:
         spec = lease(cluster[0])
         assert ("b", 1) == (spec["holderIdentity"], spec["leaseTransitions"])
         assert not await a.try_acquire_or_renew(129.2)  # the old leader finds the Lease taken
+
+    async def test_a_standby_tries_again_the_moment_the_lease_expires(
+        self, cluster: tuple[ClusterEmulator, kopf.ConnectionInfo], candidates: Callable[..., Elector]
+    ) -> None:
+        """The attempt after one that found another's Lease still valid is due when it expires (on this
+        replica's clock), if that comes before the next retry period; otherwise, and for a leader, a retry
+        period on. A failed read forgets the expiry: the loop never spins against an API server that is away."""
+        a, b = candidates("a"), candidates("b")
+        assert await a.try_acquire_or_renew(0.0)
+        assert 2.0 == a.next_attempt(0.0)  # a leader renews every retry period
+        assert not await b.try_acquire_or_renew(100.0)  # valid until 115 on b's clock
+        assert 102.0 == b.next_attempt(100.0)
+        assert not await b.try_acquire_or_renew(113.5)
+        assert 115.0 == b.next_attempt(113.5)
+        assert await b.try_acquire_or_renew(115.0)
+        assert 117.0 == b.next_attempt(115.0)
+
+        assert not await a.try_acquire_or_renew(116.0)  # valid until 131 on a's clock
+        assert 118.0 == a.next_attempt(116.0)
+
+        async def away(*_: Any, **__: Any) -> Any:
+            raise ApiError(503, {"message": "away"}, "GET lease")
+
+        assert a.api is not None
+        a.api.get = away  # type: ignore[method-assign]
+        with pytest.raises(ApiError):
+            await a.try_acquire_or_renew(130.0)
+        assert 132.0 == a.next_attempt(130.0)  # not 131: what is not read is not known
 
     async def test_two_candidates_at_once_never_both_win(
         self, cluster: tuple[ClusterEmulator, kopf.ConnectionInfo], candidates: Callable[..., Elector]

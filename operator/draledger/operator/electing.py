@@ -50,6 +50,7 @@ class Elector:
         self._renewed_at = -math.inf  # when the last successful acquisition or renewal began
         self._observed: tuple[str, Any] | None = None  # (resourceVersion, spec) last read
         self._observed_at = -math.inf  # when this replica saw the record change (rule 2)
+        self._expires_at = math.inf  # when another's Lease, as last read, may be taken (rule 2)
         self.decided = asyncio.Event()  # the first attempt is over (at once without leader election)
         if not election.enabled:
             self.decided.set()
@@ -85,7 +86,14 @@ class Elector:
                 won = False
             self._settle(won, started)
             self.decided.set()
-            await asyncio.sleep(max(0.0, started + self.election.retry_period - self.clock()))
+            await asyncio.sleep(max(0.0, self.next_attempt(started) - self.clock()))
+
+    def next_attempt(self, started: float) -> float:
+        """When to try again after an attempt begun at ``started``: one retry period on, or sooner, at the
+        moment another's Lease expires on this replica's clock, so that a standby takes over a dead leader's
+        Lease the moment the rules allow rather than up to a retry period later."""
+        retry = started + self.election.retry_period
+        return self._expires_at if started < self._expires_at < retry else retry
 
     def _settle(self, won: bool, started: float) -> None:
         if won:
@@ -104,6 +112,7 @@ class Elector:
         """One attempt (rule 2); True when this replica holds the Lease from ``now`` on."""
         assert self.api is not None
         election = self.election
+        self._expires_at = math.inf  # known again only once the Lease is read
         try:
             lease = await self.api.get(self.path, attempts=0)
         except NotFound:
@@ -130,6 +139,7 @@ class Elector:
         duration = spec.get("leaseDurationSeconds")
         duration = duration if type(duration) is int else election.lease_duration
         if holder and holder != self.identity and now < self._observed_at + duration:
+            self._expires_at = self._observed_at + duration
             return False
         update = {**lease, "spec": lease_spec(self.identity, election.lease_duration, spec, datetime.now(UTC))}
         try:

@@ -11,7 +11,10 @@ Rules:
    over only when its holder is empty, or is this replica, or has not changed the Lease for
    ``leaseDurationSeconds`` *as observed on this replica's clock* (the record's own timestamps are written
    for people; comparing them with a local clock would trust the clocks to agree); then one update guarded
-   by the ``resourceVersion`` just read, so two candidates can never both win.
+   by the ``resourceVersion`` just read, so two candidates can never both win. Attempts come once per retry
+   period, and a standby makes one more the moment the Lease it read expires on its clock
+   (``electing.Elector.next_attempt``): a dead leader's Lease is taken within the lease duration plus one
+   retry period of its last renewal (client-go's loop may take one retry period more).
 3. ``renew_deadline < lease_duration``: a leader whose renewals fail stops writing at its renew deadline,
    counted from the start of its last successful renewal, i.e. before any other replica can count the Lease
    as expired; a leader that reads the Lease in another's hands stops at once. Writes are fenced in the

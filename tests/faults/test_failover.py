@@ -23,6 +23,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 from draledger.demo.emulator import ClusterEmulator
 from tests.faults import checks
@@ -86,8 +87,11 @@ async def judged(world: World, survivor: OperatorProcess) -> list[str]:
     except AssertionError:
         problems.append("no convergence: " + "; ".join(differences()[:8]))
 
+    def but_leases() -> list[Any]:
+        return [entry for entry in world.timeline.entries if entry.plural != "leases"]
+
     def changes() -> int:
-        return sum(1 for entry in world.timeline.entries if entry.plural != "leases")
+        return len(but_leases())
 
     async def settled() -> bool:
         before = (writes_but_leases(emulator), changes())
@@ -98,8 +102,7 @@ async def judged(world: World, survivor: OperatorProcess) -> list[str]:
     before = (writes_but_leases(emulator), changes())
     await asyncio.sleep(QUIET)  # an absence is observed over a window; nothing to poll for
     if (writes_but_leases(emulator), changes()) != before:
-        extra = [f"{e.plural}/{e.change.obj['metadata']['name']} {e.change.type}"
-                 for e in [e for e in world.timeline.entries if e.plural != "leases"][before[1]:]][:8]
+        extra = [f"{e.plural}/{e.change.obj['metadata']['name']} {e.change.type}" for e in but_leases()[before[1]:]][:8]
         problems.append(f"request loop: {writes_but_leases(emulator) - before[0]} writes in a {QUIET:g}s quiet "
                         f"window after convergence ({extra})")
     held = await survivor.gauge("draledger_gated_pods")

@@ -50,7 +50,7 @@ class Elector:
         self._renewed_at = -math.inf  # when the last successful acquisition or renewal began
         self._observed: tuple[str, Any] | None = None  # (resourceVersion, spec) last read
         self._observed_at = -math.inf  # when this replica saw the record change (rule 2)
-        self._expires_at = math.inf  # when another's Lease, as last read, may be taken (rule 2)
+        self._expires_at = math.inf  # when another's Lease, read in the last attempt, may be taken (rule 2)
         self.decided = asyncio.Event()  # the first attempt is over (at once without leader election)
         if not election.enabled:
             self.decided.set()
@@ -92,8 +92,7 @@ class Elector:
         """When to try again after an attempt begun at ``started``: one retry period on, or sooner, at the
         moment another's Lease expires on this replica's clock, so that a standby takes over a dead leader's
         Lease the moment the rules allow rather than up to a retry period later."""
-        retry = started + self.election.retry_period
-        return self._expires_at if started < self._expires_at < retry else retry
+        return min(started + self.election.retry_period, self._expires_at)
 
     def _settle(self, won: bool, started: float) -> None:
         if won:

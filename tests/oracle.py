@@ -11,18 +11,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from draledger.core.accounting.catalog import ClaimKey, PodKey, PoolKey
+from draledger.core.accounting.charges import PodCharge, pod_charge
 from draledger.core.accounting.contributions import Contribution, contribution
-from draledger.core.accounting.footprints import Resources
-from draledger.core.accounting.ledger import (
-    Flags,
-    Ledger,
-    PodCharge,
-    compute,
-    mapping_fingerprint,
-    node_zone_capacity,
-    pod_charge,
-)
+from draledger.core.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint, node_zone_capacity
 from draledger.core.accounting.sums import NodeSums
+from draledger.core.releases import Release
+from draledger.core.resources import Resources
 from draledger.core.views import ClaimView, DeviceView, NodeView, PodView, Problem, SliceView
 
 
@@ -32,7 +26,7 @@ class NaiveCatalog:
     pods: list[PodView] = field(default_factory=list)
     claims: list[ClaimView] = field(default_factory=list)
     slices: list[SliceView] = field(default_factory=list)
-    api: str = "v1.36"
+    release: Release = "v1.36"
 
     # --- helpers, written for clarity ---
     def _pool_slices(self, pool: PoolKey) -> list[SliceView]:
@@ -72,8 +66,15 @@ class NaiveCatalog:
         newest = [s for s in self._pool_slices(pool) if self._is_newest(s)]
         return len(newest) >= max(s.slice_count for s in newest)
 
+    def pool_invalid(self, pool: PoolKey) -> str:
+        names = [dev.name for view in self._pool_slices(pool) if self._is_newest(view) for dev in view.devices]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        return f"duplicate device name {twice[0]}" if twice else ""
+
     def device(self, pool: PoolKey, name: str) -> DeviceView | None:
-        for view in sorted(self._pool_slices(pool), key=lambda s: s.name):  # first by slice name wins
+        if self.pool_invalid(pool):
+            return None
+        for view in self._pool_slices(pool):
             if self._is_newest(view):
                 for dev in view.devices:
                     if dev.name == name:
@@ -83,7 +84,7 @@ class NaiveCatalog:
     def node_devices(self, node: str) -> Iterable[tuple[PoolKey, DeviceView]]:
         out = []
         for view in sorted(self.slices, key=lambda s: s.name):
-            if view.node_name == node and self._is_newest(view):
+            if view.node_name == node and self._is_newest(view) and not self.pool_invalid((view.driver, view.pool)):
                 out.extend(((view.driver, view.pool), dev) for dev in view.devices)
         return out
 
@@ -105,11 +106,11 @@ class NaiveCatalog:
     def node_sums(self, node: str) -> NodeSums:
         sums = NodeSums()
         for pod in self.pods_on(node):
-            sums.add(pod, self.api)
+            sums.add(pod, self.release)
         return sums
 
     def contribution(self, claim: ClaimView, attributes: tuple[str, ...]) -> Contribution:
-        return contribution(claim, self, attributes)
+        return contribution(claim, self, attributes, self.release)
 
     def mapping_fingerprint(self, node: str) -> str:
         return mapping_fingerprint(self, node)

@@ -34,15 +34,16 @@ def node_obj(
     allocatable: Mapping[str, Any] | None = None,
     ready: bool | None = True,
     reason: str | None = None,
+    kubelet: str | None = None,
 ) -> Raw:
-    """A Node; ``ready=None`` leaves the Ready condition out."""
+    """A Node; ``ready=None`` leaves the Ready condition out; ``kubelet`` is its status.nodeInfo.kubeletVersion."""
     conditions = []
     if ready is not None:
         cond: Raw = {"type": "Ready", "status": "True" if ready else "False"}
         if reason is not None:
             cond["reason"] = reason
         conditions.append(cond)
-    return {
+    out: Raw = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "uid": uid_of("node", name), "labels": {"kubernetes.io/hostname": name}},
@@ -51,6 +52,9 @@ def node_obj(
             "conditions": conditions,
         },
     }
+    if kubelet is not None:
+        out["status"]["nodeInfo"] = {"kubeletVersion": kubelet}
+    return out
 
 
 def container(
@@ -278,6 +282,7 @@ QUANTITIES_OF = {
 }
 MULTIPLIERS = ("1", "2", "500m", "1Gi", "3")
 CAPACITY_KEYS = ("size", "{driver}/size")
+RELEASES = ("v1.36", "v1.37", "v1.38")
 
 
 def pick(draw: st.DrawFn, choices: Sequence[Any]) -> Any:
@@ -299,20 +304,21 @@ def resource_list(
     return out
 
 
-def _mapping_entry(draw: st.DrawFn, shape: str, with_capacity: bool) -> Raw:
-    """One resource's node-allocatable entry, in the v1.36 or v1.37 shape."""
-    keyed = with_capacity and chance(draw)
+def _mapping_entry(draw: st.DrawFn, shape: str, capacity_key: str | None) -> Raw:
+    """One resource's node-allocatable entry, in the v1.36 or v1.37 shape, as the API accepts it: a capacity key
+    names the device's capacity (``capacity_key``, None without one) exactly."""
+    keyed = capacity_key is not None and chance(draw)
     multiplier = pick(draw, MULTIPLIERS)
     if shape == "v1.36":
         entry: Raw = {}
         if keyed:
-            entry["capacityKey"] = pick(draw, CAPACITY_KEYS)
-        if keyed or chance(draw):  # a missing allocationMultiplier defaults to 1
+            entry["capacityKey"] = capacity_key
+        if not keyed or chance(draw):  # with a key, a missing allocationMultiplier means 1
             entry["allocationMultiplier"] = multiplier
         return entry
     out: Raw = {}
     if keyed:
-        out["mapping"] = {"capacityKey": pick(draw, CAPACITY_KEYS), "capacityMultiplier": multiplier}
+        out["mapping"] = {"capacityKey": capacity_key, "capacityMultiplier": multiplier}
     elif not chance(draw, 3):
         out["mapping"] = {"deviceMultiplier": multiplier}
     if not out or chance(draw, 3):
@@ -338,10 +344,11 @@ def _with_driver(value: Any, driver: str) -> Any:
 
 def _device(draw: st.DrawFn, name: str, driver: str, shape: str) -> Raw:
     with_capacity = chance(draw)
-    capacity = {"size": pick(draw, ("4", "8", "1Gi", "64Mi"))} if with_capacity else None
-    entries = {r: _mapping_entry(draw, shape, with_capacity) for r in RESOURCES if chance(draw, 3)}
+    key = pick(draw, CAPACITY_KEYS) if with_capacity else None
+    capacity = {key: pick(draw, ("4", "8", "1Gi", "64Mi"))} if key is not None else None
+    entries = {r: _mapping_entry(draw, shape, key) for r in RESOURCES if chance(draw, 3)}
     if not entries and not chance(draw, 4):  # most devices map something
-        entries["cpu"] = _mapping_entry(draw, shape, with_capacity)
+        entries["cpu"] = _mapping_entry(draw, shape, key)
     attributes: Raw = {"model": "x"}
     if not chance(draw, 4):
         attributes[pick(draw, NUMA_ATTRIBUTES)] = draw(st.integers(0, 1))
@@ -403,7 +410,8 @@ def _claim(draw: st.DrawFn, namespace: str, name: str, slices: Sequence[Raw], no
     return claim_obj(name, namespace, results=results, node=pick(draw, nodes))
 
 
-def _pod(draw: st.DrawFn, namespace: str, name: str, claim_names: Sequence[str], nodes: Sequence[str]) -> Raw:
+def _pod(draw: st.DrawFn, namespace: str, name: str, claim_names: Sequence[str], nodes: Sequence[str],
+         shape: str = "v1.36") -> Raw:
     node = pick(draw, (*nodes, *nodes, "", GHOST_NODE))
     phase = pick(draw, PHASES)
     names = [f"c{i}" for i in range(draw(st.integers(1, 3)))]
@@ -434,7 +442,7 @@ def _pod(draw: st.DrawFn, namespace: str, name: str, claim_names: Sequence[str],
         statuses = []
         for claim in dict.fromkeys(chosen):
             if chance(draw):
-                if chance(draw):
+                if shape == "v1.36":  # a server holds only its own shape
                     statuses.append(status_v136(claim, names[:1], resource_list(draw, RESOURCES)))
                 else:
                     extra = {"cpu": {"perContainer": pick(draw, QUANTITIES_OF["cpu"])}} if chance(draw) else None
@@ -444,12 +452,12 @@ def _pod(draw: st.DrawFn, namespace: str, name: str, claim_names: Sequence[str],
                    pod_level=pod_level, overhead=overhead)
 
 
-def _node(draw: st.DrawFn, name: str) -> Raw:
+def _node(draw: st.DrawFn, name: str, release: str) -> Raw:
     allocatable = {"cpu": pick(draw, ("4", "8", "16", "64")), "memory": pick(draw, ("8Gi", "16Gi", "64Gi")),
                    "pods": "110"}
     if chance(draw):
         allocatable["hugepages-2Mi"] = pick(draw, ("0", "1Gi", "2Gi"))
-    return node_obj(name, allocatable=allocatable, ready=not chance(draw, 5))
+    return node_obj(name, allocatable=allocatable, ready=not chance(draw, 5), kubelet=f"{release}.0")
 
 
 @st.composite
@@ -457,13 +465,16 @@ def clusters(
     draw: st.DrawFn,
     min_nodes: int = 1,
     max_nodes: int = 3,
-    shapes: Sequence[str] = ("v1.36", "v1.37"),
+    releases: Sequence[str] = RELEASES,
     namespaces: Sequence[str] = NAMESPACES,
 ) -> list[Raw]:
-    """A small cluster as a list of raw objects: Nodes, then ResourceSlices, ResourceClaims and Pods, with
-    device mappings in the given shapes. Fewer namespaces make claims shared across pods more likely."""
+    """A small cluster of one of ``releases`` as a list of raw objects: Nodes (whose kubelets report the release),
+    then ResourceSlices, ResourceClaims and Pods, with device mappings and pod statuses in the release's shape.
+    Fewer namespaces make claims shared across pods more likely."""
+    release = pick(draw, releases)
+    shapes = ("v1.36",) if release == "v1.36" else ("v1.37",)
     names = NODE_NAMES[: draw(st.integers(min_nodes, max_nodes))]
-    items: list[Raw] = [_node(draw, n) for n in names]
+    items: list[Raw] = [_node(draw, n, release) for n in names]
     slices: list[Raw] = []
     for node in names:
         for driver in DRIVERS:
@@ -482,7 +493,7 @@ def clusters(
         # a pod may name a claim that does not exist (in a crowded cluster, deletes make those)
         referable[namespace] = present if crowded and present else [*present, "missing"]
     for namespace in namespaces:
-        items += [_pod(draw, namespace, p, referable[namespace], names) for p in POD_NAMES
+        items += [_pod(draw, namespace, p, referable[namespace], names, shapes[0]) for p in POD_NAMES
                   if not chance(draw, 4 if crowded else 2)]
     return items
 
@@ -524,7 +535,8 @@ def event_streams(draw: st.DrawFn) -> list[tuple[str, Raw]]:
     object's own events stay in order.
     """
     namespaces = pick(draw, (("a",), ("a",), NAMESPACES))  # one namespace: more pods share each claim
-    versions = [draw(clusters(min_nodes=2, namespaces=namespaces)) for _ in range(2)]
+    release = pick(draw, RELEASES)  # one cluster, one release
+    versions = [draw(clusters(min_nodes=2, namespaces=namespaces, releases=(release,))) for _ in range(2)]
     variants: dict[tuple[str, str, str], list[Raw]] = {}
     for version in versions:
         for item in version:

@@ -6,14 +6,15 @@ from typing import Any
 
 import pytest
 
-from draledger.commands import dumps
-from draledger.core.accounting.footprints import footprint
-from draledger.core.accounting.ledger import PHASES, Flags, Ledger, mapping_fingerprint
+from draledger.core import loading
+from draledger.core.accounting.footprints import NO_CHARGE, DraCharge, footprint
+from draledger.core.accounting.ledger import Flags, Ledger, mapping_fingerprint
 from draledger.core.ledgers import line_figures
+from draledger.core.phases import PHASES
 from draledger.core.quantities import Quantity, parse_quantity
 from draledger.core.state import ClusterState, GenerationRegression
 from draledger.core.views import read_claim, read_node, read_pod, read_slice
-from draledger.core.views.pods import aggregate_containers
+from draledger.core.resources import Entry, Resources, aggregate
 from strategies import (
     Raw,
     claim_obj,
@@ -34,10 +35,17 @@ def q(text: str) -> Quantity:
     return parse_quantity(text)
 
 
-def load(*items: Raw) -> ClusterState:
-    loaded = dumps.Loaded()
-    dumps.load_items(list(items), "test", loaded)
-    assert [] == loaded.problems
+def aggregate_containers(containers: list[Resources], inits: list[tuple[Resources, bool]]) -> Resources:
+    """``core.resources.aggregate`` of regular containers and (requests, restartable) init containers."""
+    return aggregate([*(Entry(f"c{i}", r, False, False) for i, r in enumerate(containers)),
+                      *(Entry(f"i{i}", r, True, sidecar) for i, (r, sidecar) in enumerate(inits))])
+
+
+def load(*items: Raw, problems: bool = False) -> ClusterState:
+    """The state of ``items``; without ``problems``, the input must have none."""
+    loaded = loading.load(list(items), "test")
+    if not problems:
+        assert [] == loaded.problems
     return loaded.state
 
 
@@ -48,8 +56,10 @@ def ledger_of(*items: Raw, node: str = "n1", flags: Flags | None = None) -> Ledg
 
 
 def figures(ledger: Ledger, resource: str) -> dict[str, str]:
-    """One resource line, in canonical text."""
-    return line_figures(ledger.resources[resource])
+    """One resource line, in canonical text, without what the scheduler's NodeInfo charges (TestSchedulerView)."""
+    out = line_figures(ledger.resources[resource])
+    del out["schedulerRequested"]
+    return out
 
 
 def requested(ledger: Ledger) -> dict[str, str]:
@@ -66,11 +76,14 @@ def zone_figures(ledger: Ledger) -> dict[int, dict[str, tuple[str, str, str]]]:
 
 
 def cores(count: int = 4, multiplier: str = "2", pool: str = "n1", node: str = "n1",
-          zones: tuple[int, ...] = (0, 0, 1, 1), name: str = "n1-cores", **kwargs: Any) -> Raw:
-    """A slice of ``count`` cores, each charging ``multiplier`` cpu when allocated (v1.36 shape)."""
+          zones: tuple[int, ...] = (0, 0, 1, 1), name: str = "n1-cores", v137: bool = False, **kwargs: Any) -> Raw:
+    """A slice of ``count`` cores, each charging ``multiplier`` cpu when allocated (v1.36 shape, or v1.37's)."""
+    mapping: dict[str, Any] = (
+        {"v137": {"cpu": {"mapping": {"deviceMultiplier": multiplier}}}} if v137
+        else {"v136": {"cpu": {"allocationMultiplier": multiplier}}}
+    )
     return slice_obj(name, pool=pool, node=node, devices=[
-        device(f"core-{i}", attributes={"numaNode": zones[i % len(zones)]},
-               v136={"cpu": {"allocationMultiplier": multiplier}})
+        device(f"core-{i}", attributes={"numaNode": zones[i % len(zones)]}, **mapping)
         for i in range(count)
     ], **kwargs)
 
@@ -117,13 +130,13 @@ class TestFootprints:
         """Pod-level requests replace containers and DRA for that resource; others keep both; overhead is added."""
         pod = read_pod(pod_obj("p", containers=[container("a", {"cpu": "2", "memory": "1Gi"})],
                                pod_level={"cpu": "10"}, overhead={"cpu": "250m"}))
-        total = footprint(pod, {"cpu": q("8"), "memory": q("4Gi")})
+        total = footprint(pod, DraCharge({"cpu": q("8"), "memory": q("4Gi")}, {}), "v1.36")
         assert {"cpu": q("10250m"), "memory": q("5Gi")} == total
 
     def test_overhead_only(self) -> None:
         """A pod with nothing but overhead is charged its overhead."""
         pod = read_pod(pod_obj("p", overhead={"memory": "128Mi"}))
-        assert {"memory": q("128Mi")} == footprint(pod, {})
+        assert {"memory": q("128Mi")} == footprint(pod, NO_CHARGE, "v1.36")
 
     def test_kep_example(self) -> None:
         """KEP-5517: ClaimA (4 cpu) used by c1 and c2, ClaimB (2 cpu) by c1, requests 1 and 2: 9 cpu."""
@@ -173,20 +186,23 @@ class TestContributions:
                            pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]))
         assert "6" == figures(ledger, "cpu")["claims"]
 
-    def test_default_multiplier_is_one(self) -> None:
-        """A v1.36 mapping without allocationMultiplier charges 1 per result."""
+    def test_a_v136_mapping_without_multiplier_or_key_is_refused(self) -> None:
+        """v1.36's API refuses a mapping with neither allocationMultiplier nor capacityKey (its scheduler would
+        charge 0): it is InvalidMapping and counts nothing."""
         gpu = slice_obj("s", devices=[device("g0", v136={"cpu": {}}), device("g1", v136={"cpu": {}})])
-        ledger = ledger_of(NODE, gpu, claim_obj("c", results=[result("g0"), result("g1")]),
-                           pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]))
-        assert "2" == figures(ledger, "cpu")["claims"]
+        state = load(NODE, gpu, claim_obj("c", results=[result("g0"), result("g1")]),
+                     pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]),
+                     problems=True)
+        ledger = state.ledger("n1")
+        assert ledger is not None
+        assert "0" == figures(ledger, "cpu")["claims"]
+        assert ["InvalidMapping", "InvalidMapping"] == [p.reason for p in ledger.problems]
 
     @pytest.mark.parametrize(
         ("mapping_key", "consumed", "multiplier", "charged"),
         [
             pytest.param("size", {"size": "64Mi"}, None, "64Mi", id="hugepages-by-consumed"),
             pytest.param("cores", {"cores": "3"}, "2", "6", id="consumed-times-multiplier"),
-            pytest.param("dra.example.com/size", {"size": "4Mi"}, None, "4Mi", id="qualified-key-unqualified-consumed"),
-            pytest.param("size", {"dra.example.com/size": "4Mi"}, None, "4Mi", id="unqualified-key-qualified-consumed"),
             pytest.param("size", {"other": "4Mi"}, None, "0", id="key-not-consumed-is-skipped"),
             pytest.param("size", {"size": "16G"}, "1Gi", "15625000Ti", id="a-large-product-prints-by-its-value"),
         ],
@@ -194,18 +210,41 @@ class TestContributions:
     def test_capacity_key(
         self, mapping_key: str, consumed: dict[str, str], multiplier: str | None, charged: str
     ) -> None:
-        """A capacityKey mapping charges consumedCapacity[key] × multiplier, looked up in the driver's domain."""
+        """A capacityKey mapping charges consumedCapacity[key] × multiplier."""
         entry: dict[str, str] = {"capacityKey": mapping_key}
         if multiplier is not None:
             entry["allocationMultiplier"] = multiplier
-        unqualified = mapping_key.split("/")[-1]
-        pool = slice_obj("s", devices=[device("d", capacity={unqualified: "1Gi"}, multi=True,
+        pool = slice_obj("s", devices=[device("d", capacity={mapping_key: "1Gi"}, multi=True,
                                               v136={"hugepages-2Mi": entry})])
         ledger = ledger_of(NODE, pool, claim_obj("c", results=[result("d", consumed=consumed)]),
                            pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]))
         line = ledger.resources.get("hugepages-2Mi")
         assert charged == (str(line.claims) if line else "0")
         assert () == claim_of(ledger, "t", "c").problems
+
+    @pytest.mark.parametrize(("release", "charged"), [("v1.37", "0"), ("v1.38", "4Mi")])
+    @pytest.mark.parametrize(
+        ("mapping_key", "consumed"),
+        [
+            pytest.param("dra.example.com/size", {"size": "4Mi"}, id="qualified-key-unqualified-consumed"),
+            pytest.param("size", {"dra.example.com/size": "4Mi"}, id="driver-renamed-its-capacity"),
+        ],
+    )
+    def test_consumed_capacity_lookup_by_release(
+        self, mapping_key: str, consumed: dict[str, str], release: str, charged: str
+    ) -> None:
+        """v1.36 and v1.37 look consumedCapacity up exactly; v1.38 defaults the driver domain (a v0.38 driver that
+        renamed ``dra.example.com/size`` to ``size`` keeps charging the claims allocated before)."""
+        entry = {"mapping": {"capacityKey": mapping_key, "capacityMultiplier": "1"}}
+        pool = slice_obj("s", devices=[device("d", capacity={mapping_key: "1Gi"}, multi=True,
+                                              v137={"hugepages-2Mi": entry})])
+        state = load(NODE, pool, claim_obj("c", results=[result("d", consumed=consumed)]),
+                     pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]))
+        state.set_release(release)  # type: ignore[arg-type]
+        ledger = state.ledger("n1")
+        assert ledger is not None
+        line = ledger.resources.get("hugepages-2Mi")
+        assert charged == (str(line.claims) if line else "0")
 
     def test_capacity_key_without_consumed_capacity(self) -> None:
         """No consumedCapacity on the result: CapacityKeyWithoutConsumedCapacity, nothing counted, node not Stale."""
@@ -472,7 +511,7 @@ class TestStale:
 
     def test_incomplete_pool_and_missing_device(self) -> None:
         """Both reasons are reported together."""
-        ledger = ledger_of(NODE, slice_obj("s1", count=2, devices=[device("core-0", v136={"cpu": {}})]),
+        ledger = ledger_of(NODE, slice_obj("s1", count=2, devices=[device("core-0", v136={"cpu": {"allocationMultiplier": "1"}})]),
                            core_claim("c", 5),
                            pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]))
         mappings = ledger.condition("MappingsComplete")
@@ -482,7 +521,7 @@ class TestStale:
     def test_incomplete_pool_of_a_claim_published_for_another_node(self) -> None:
         """A claim's device in an incomplete pool makes the consuming node Stale, wherever the pool is."""
         ledger = ledger_of(NODE, slice_obj("net", pool="fabric", node=None, count=3,
-                                           devices=[device("nic-0", v136={"cpu": {}})]),
+                                           devices=[device("nic-0", v136={"cpu": {"allocationMultiplier": "1"}})]),
                            claim_obj("c", results=[result("nic-0", pool="fabric")]),
                            pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]))
         assert ("Stale", "1") == (ledger.phase, figures(ledger, "cpu")["claims"])
@@ -531,7 +570,7 @@ class TestNumaZones:
     )
     def test_zone_attribute(self, attribute: str, zone: int | None) -> None:
         """A device's zone comes from the known attributes; unqualified names belong to the driver's domain."""
-        pool = slice_obj("s", devices=[device("d", attributes={attribute: 1}, v136={"cpu": {}})])
+        pool = slice_obj("s", devices=[device("d", attributes={attribute: 1}, v136={"cpu": {"allocationMultiplier": "1"}})])
         ledger = ledger_of(NODE, pool, claim_obj("c", results=[result("d")]),
                            pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]))
         assert zone == claim_of(ledger, "t", "c").devices[0].zone
@@ -550,7 +589,7 @@ class TestNumaZones:
     def test_configurable_attribute_order(self, attributes: tuple[str, ...], zone: int | None) -> None:
         """The first configured attribute the device carries names its zone."""
         pool = slice_obj("s", devices=[device("d", attributes={
-            "resource.kubernetes.io/numaNode": 0, "dra.cpu/numaNodeID": 1, "numaNode": 2}, v136={"cpu": {}})])
+            "resource.kubernetes.io/numaNode": 0, "dra.cpu/numaNodeID": 1, "numaNode": 2}, v136={"cpu": {"allocationMultiplier": "1"}})])
         flags = Flags(numa_attributes=attributes) if attributes else Flags()
         ledger = ledger_of(NODE, pool, claim_obj("c", results=[result("d")]),
                            pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]),
@@ -580,7 +619,7 @@ class TestNumaZones:
     def test_claims_in_a_zone_without_capacity(self) -> None:
         """Results on devices of a zone with no node-local capacity still show their claims (free negative)."""
         remote = slice_obj("remote", pool="remote", node="n9", devices=[
-            device("d", attributes={"numaNode": 3}, v136={"cpu": {}})])
+            device("d", attributes={"numaNode": 3}, v136={"cpu": {"allocationMultiplier": "1"}})])
         ledger = ledger_of(NODE, remote, claim_obj("c", results=[result("d", pool="remote")]),
                            pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]))
         assert {3: {"cpu": ("0", "1", "-1")}} == zone_figures(ledger)
@@ -791,7 +830,7 @@ class TestClusterState:
         assert set() == state.delete_slice("never")
         assert set() == state.delete_claim(("t", "c"))  # no consumer left
         assert {"n1"} == state.delete_slice("n1-cores")
-        fabric = slice_obj("fabric", pool="fabric", node=None, devices=[device("nic", v136={"cpu": {}})])
+        fabric = slice_obj("fabric", pool="fabric", node=None, devices=[device("nic", v136={"cpu": {"allocationMultiplier": "1"}})])
         assert set() == state.upsert_slice(read_slice(fabric))  # published for no node, consumed by nobody
         state.upsert_pod(read_pod(moved))
         state.upsert_claim(read_claim(claim_obj("c", results=[result("nic", pool="fabric")])))
@@ -824,15 +863,18 @@ class TestClusterState:
         state.delete_slice("a")
         assert not state.pool_exists(("dra.example.com", "n1"))
 
-    def test_duplicate_device_names_do_not_depend_on_arrival_order(self) -> None:
-        """A device name published twice in one generation resolves the same way whatever the arrival order."""
+    def test_a_device_name_published_twice_makes_its_pool_invalid(self) -> None:
+        """A device name published twice in the newest generation makes the pool invalid, as the allocator calls it:
+        its devices resolve to nothing (Stale, InvalidPool), whatever the order the slices arrived in."""
         first = slice_obj("s-a", devices=[device("d", v136={"cpu": {"allocationMultiplier": "2"}})], count=2)
         second = slice_obj("s-b", devices=[device("d", v136={"cpu": {"allocationMultiplier": "3"}})], count=2)
         consumer = [claim_obj("c", results=[result("d")]),
                     pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")])]
         one = ledger_of(NODE, first, second, *consumer)
         other = ledger_of(NODE, second, first, *consumer)
-        assert "2" == figures(one, "cpu")["claims"] == figures(other, "cpu")["claims"]
+        assert "0" == figures(one, "cpu")["claims"] == figures(other, "cpu")["claims"]
+        assert ("Stale", ("InvalidPool",)) == (one.phase, claim_of(one, "t", "c").problems)
+        assert {} == one.zones == other.zones
 
     def test_node_devices_skip_older_generations(self) -> None:
         """Only the newest generation's devices are the node's devices."""
@@ -871,7 +913,8 @@ def _planned(items: list[Raw], shape: str, pod: tuple[str, str] = ("team-a", "ap
     from draledger.core.accounting.statuses import planned_statuses
 
     state = load(*items)
-    return planned_statuses(state.pods[pod], state, shape, Flags().numa_attributes)
+    state.set_release(shape)  # type: ignore[arg-type]
+    return planned_statuses(state.pods[pod], state, Flags().numa_attributes)
 
 
 class TestPlannedStatuses:
@@ -929,7 +972,7 @@ class TestPlannedStatuses:
     def test_unsure_means_none(self, case: str) -> None:
         """Whenever there is no single right answer, the plan is None (nothing is written)."""
         hp = device("hp", capacity={"size": "1Gi"}, v136={"memory": {"capacityKey": "size"}})
-        pool = slice_obj("s", devices=[device("d", v136={"cpu": {}}), hp])
+        pool = slice_obj("s", devices=[device("d", v136={"cpu": {"allocationMultiplier": "1"}}), hp])
         claim = {
             "claim-unallocated": claim_obj("c", results=None),
             "device-missing": claim_obj("c", results=[result("gone")]),
@@ -969,7 +1012,7 @@ def _status(name: str, actuated: str | None, allocated: str | None) -> Raw:
 
 def _requested(items: list[Raw], api: str) -> str:
     state = load(*items)
-    state.set_api(api)
+    state.set_release(api)  # type: ignore[arg-type]
     ledger = state.ledger("n1")
     assert ledger is not None
     return figures(ledger, "cpu")["requested"]
@@ -1008,15 +1051,12 @@ class TestInPlaceResize:
                          [_status("a", "3", "1"), _status("b", "1", "2")])
         assert expected == _requested(items, api)
 
-    def test_the_release_is_detected_from_the_objects(self) -> None:
-        """A dump with a v1.37-shaped slice follows v1.37's rules; one without, v1.36's."""
+    def test_a_dump_without_kubelet_versions_follows_its_shapes(self) -> None:
+        """A dump with a v1.37-shaped slice follows v1.37's rules; one without, v1.36's (no kubelet says more)."""
         items = _resized([container("a", {"cpu": "1"}, claims=["x"])], [_status("a", "4", "1")], claim=True)
-        loaded = dumps.Loaded()
-        dumps.load_items(items, "dump", loaded)
-        assert "v1.36" == loaded.state.api
+        assert "v1.36" == loading.load(items, "dump").state.release
         overhead = slice_obj("o", devices=[device("o", v137={"memory": {"overhead": {"perPod": "1Mi"}}})])
-        dumps.load_items([overhead], "dump", loaded)
-        assert "v1.37" == loaded.state.api
+        assert "v1.37" == loading.load([*items, overhead], "dump").state.release
 
 
 class TestClaimReferences:
@@ -1028,4 +1068,5 @@ class TestClaimReferences:
             container("b", claims=["x"])])
         items = [NODE, cores(), core_claim("c", 0, 1), pod]
         assert ["a", "a", "b"] == _planned(items, "v1.36", ("t", "p"))[0]["containers"]
+        items = [NODE, cores(v137=True), core_claim("c", 0, 1), pod]
         assert ["a", "b"] == _planned(items, "v1.37", ("t", "p"))[0]["containers"]

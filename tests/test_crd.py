@@ -15,12 +15,12 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 
-from draledger.commands import dumps
 from draledger.commands.audit import ledgers_of
 from draledger.core import crds
 from draledger.core.accounting.ledger import Condition, Flags
-from draledger.core.ledgers import API_VERSION, KIND, ledger_object
-from draledger.core.models import NodeAllocatableLedgerSpec, _problem, stamp_conditions, status_json, status_of
+from draledger.core.ledgers import API_VERSION, KIND, condition_bodies, ledger_object, problem_body
+from draledger.core.loading import load
+from draledger.core.models import NodeAllocatableLedgerSpec, status_json, status_of
 from draledger.core.views import ObjectRef, Problem
 from strategies import clusters
 
@@ -88,8 +88,7 @@ def schema_errors(obj: dict[str, Any]) -> list[str]:
 
 
 def audit_items(items: list[dict[str, Any]], flags: Flags | None = None) -> list[dict[str, Any]]:
-    loaded = dumps.Loaded()
-    dumps.load_items(items, "test", loaded)
+    loaded = load(items, "test")
     return ledgers_of(loaded, flags or Flags(), NOW)
 
 
@@ -208,11 +207,13 @@ class TestPrinterColumns:
         ] == [(c["name"], c["type"], c["jsonPath"]) for c in printer_columns() if c.get("priority", 0) == 0]
 
     def test_wide_columns(self) -> None:
-        """-o wide adds the scheduler's agreement and the problem count (priority 1), after Age as kubectl does."""
+        """-o wide adds the scheduler's agreement, the problem count and the release whose rules apply (priority 1),
+        after Age as kubectl does."""
         assert [
             ("Scheduler", "string", ".status.summary.scheduler", 1),
             ("Problems", "integer", ".status.summary.problems", 1),
-        ] == [(c["name"], c["type"], c["jsonPath"], c["priority"]) for c in printer_columns()[-2:]]
+            ("Release", "string", ".status.release", 1),
+        ] == [(c["name"], c["type"], c["jsonPath"], c["priority"]) for c in printer_columns()[-3:]]
 
     def test_columns_read_like_the_audit_table(self) -> None:
         """Every column of audit's table but OTHER (one line per extended resource) is a column of kubectl get nal."""
@@ -275,9 +276,8 @@ class TestLedgersValidate:
 
 class TestLedgerResource:
     def _ledger(self) -> Any:
-        loaded = dumps.Loaded()
-        dumps.load_items([{"kind": "Node", "metadata": {"name": "n1", "uid": "u-1"},
-                           "status": {"allocatable": {"cpu": "12x", "memory": "1Gi"}}}], "test", loaded)
+        loaded = load([{"kind": "Node", "metadata": {"name": "n1", "uid": "u-1"},
+                        "status": {"allocatable": {"cpu": "12x", "memory": "1Gi"}}}], "test")
         return loaded.state.ledger("n1")
 
     def test_object_is_owned_by_its_node(self) -> None:
@@ -308,21 +308,21 @@ class TestLedgerResource:
 
     def test_problem_without_object(self) -> None:
         """A problem of the input (no object) has only its reason and message."""
-        assert {"reason": "X", "message": "m"} == _problem(Problem("X", "m")).model_dump(exclude_none=True)
-        assert {"reason": "X", "message": "m", "kind": "Pod", "namespace": "t", "name": "p"} == _problem(
-            Problem("X", "m", ObjectRef("Pod", "p", "t"))).model_dump(exclude_none=True)
+        assert {"reason": "X", "message": "m"} == problem_body(Problem("X", "m"))
+        assert {"reason": "X", "message": "m", "kind": "Pod", "namespace": "t", "name": "p"} == problem_body(
+            Problem("X", "m", ObjectRef("Pod", "p", "t")))
 
     def test_condition_transition_times(self) -> None:
         """lastTransitionTime moves only when a condition's status changes (metav1.Condition semantics)."""
         previous = [{"type": "Fits", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
                     {"type": "Fresh", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
                     "garbage"]
-        stamped = stamp_conditions(
+        stamped = condition_bodies(
             (Condition("Fits", "True", "Fits", "ok"), Condition("Fresh", "False", "NodeNotReady", "down"),
              Condition("SchedulerInSync", "True", "Matched", "ok")),
             previous, NOW)  # type: ignore[arg-type]
         assert [("Fits", "2026-01-01T00:00:00Z"), ("Fresh", NOW), ("SchedulerInSync", NOW)] == [
-            (c.type, c.last_transition_time) for c in stamped]
+            (c["type"], c["lastTransitionTime"]) for c in stamped]
 
     def test_deterministic_serialisation(self) -> None:
         """The same ledger serialises to the same JSON (the operator skips unchanged writes)."""

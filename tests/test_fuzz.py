@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from draledger.commands import audit, clusterctl, dumps
 from draledger.core import ledgers
 from draledger.core.accounting.ledger import Flags
+from draledger.core.loading import load
 from draledger.core.views import ClaimView, NodeView, PodView, SliceView, read_claim, read_node, read_pod, read_slice
 from draledger.core.views.slices import DeviceMemo
 from strategies import any_values, json_values, mutated, nested, seed_objects
@@ -67,8 +68,7 @@ def view_type(reader: str) -> type:
 def account(items: list[Any]) -> list[dict[str, Any]]:
     """What ``audit`` and the operator do with a dump: load it, compute and print every ledger, build the
     status body the operator writes; the ledger objects are returned."""
-    loaded = dumps.Loaded()
-    dumps.load_items(items, "fuzz.json", loaded)
+    loaded = load(items, "fuzz.json")
     for problem in dumps.all_problems(loaded):
         str(problem)
     for node in loaded.state.nodes:
@@ -131,8 +131,7 @@ class TestAccounting:
                "status": {"allocatable": {"\ud800": None}, "capacity": {"cpu": "16"}}}])
     def test_a_mutated_dump_is_accounted(self, items: list[Any]) -> None:
         """Loading, every ledger, the status body and every output format take any mutated dump."""
-        loaded = dumps.Loaded()
-        dumps.load_items(items, "fuzz.json", loaded)
+        loaded = load(items, "fuzz.json")
         objects = account(items)
         assert sorted(loaded.state.nodes) == [o["metadata"]["name"] for o in objects]
 

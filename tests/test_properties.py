@@ -16,10 +16,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draledger.commands import dumps
 from draledger.commands.audit import ledgers_of
 from draledger.core.accounting.ledger import Flags, Ledger
+from draledger.core.loading import load
 from draledger.core.quantities import Quantity
+from draledger.core.releases import from_dump
 from draledger.core.state import ClusterState, GenerationRegression
 from draledger.core.views import read_claim, read_node, read_pod, read_slice
 from oracle import NaiveCatalog, naive_ledgers
@@ -30,14 +31,12 @@ FAST = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, Heal
 
 
 def audit_json(items: Iterable[Raw], flags: Flags | None = None) -> list[dict[str, Any]]:
-    loaded = dumps.Loaded()
-    dumps.load_items(list(items), "generated", loaded)
+    loaded = load(list(items), "generated")
     return ledgers_of(loaded, flags or Flags(), NOW)
 
 
 def ledgers(items: Iterable[Raw]) -> dict[str, Ledger]:
-    loaded = dumps.Loaded()
-    dumps.load_items(list(items), "generated", loaded)
+    loaded = load(list(items), "generated")
     state = loaded.state
     out = {}
     for name in state.nodes:
@@ -74,15 +73,21 @@ def counted(pod: Raw) -> bool:
     return bool(pod["spec"].get("nodeName")) and pod["status"].get("phase") not in ("Succeeded", "Failed")
 
 
-def ordinary(pod: Raw) -> dict[str, Decimal]:
-    """Σ containers + Σ sidecars, maxed with each regular init container plus the sidecars before it."""
+def ordinary(pod: Raw, extra: dict[str, dict[str, Decimal]] | None = None) -> dict[str, Decimal]:
+    """Σ containers + Σ sidecars, maxed with each regular init container plus the sidecars before it; ``extra``
+    adds to a container's own requests (v1.38's perContainer)."""
+    def own(c: Raw) -> dict[str, Decimal]:
+        requests = numbers(c["resources"].get("requests"))
+        add(requests, (extra or {}).get(c["name"], {}))
+        return requests
+
     total: dict[str, Decimal] = {}
     for c in pod["spec"]["containers"]:
-        add(total, numbers(c["resources"].get("requests")))
+        add(total, own(c))
     sidecars: dict[str, Decimal] = {}
     peaks: list[dict[str, Decimal]] = []
     for c in pod["spec"].get("initContainers", []):
-        requests = numbers(c["resources"].get("requests"))
+        requests = own(c)
         if c.get("restartPolicy") == "Always":
             add(total, requests)
             add(sidecars, requests)
@@ -98,9 +103,13 @@ def ordinary(pod: Raw) -> dict[str, Decimal]:
 
 
 class World:
-    """Look-ups over the raw objects of one cluster."""
+    """Look-ups over the raw objects of one cluster, under the release its kubelets report (clusters() makes one
+    release per cluster)."""
 
     def __init__(self, items: list[Raw]) -> None:
+        versions = {i["status"]["nodeInfo"]["kubeletVersion"][:5] for i in items
+                    if i["kind"] == "Node" and "nodeInfo" in i["status"]}
+        self.release = versions.pop() if len(versions) == 1 else "v1.36"
         self.pods = [i for i in items if i["kind"] == "Pod"]
         self.claims = {(i["metadata"]["namespace"], i["metadata"]["name"]): i for i in items
                        if i["kind"] == "ResourceClaim"}
@@ -146,8 +155,9 @@ class World:
             dev = self.device(res["driver"], res["pool"], res["device"])
             if dev is None:
                 return None
-            if "nodeAllocatableResources" in dev:
-                entries = {r: (e.get("mapping"), e.get("overhead")) for r, e in dev["nodeAllocatableResources"].items()}
+            if self.release != "v1.36":  # v1.37 and v1.38 know only the newer field
+                entries = {r: (e.get("mapping"), e.get("overhead"))
+                           for r, e in dev.get("nodeAllocatableResources", {}).items()}
             else:
                 entries = {r: (e, None) for r, e in dev.get("nodeAllocatableResourceMappings", {}).items()}
             for resource, (mapped, overhead) in entries.items():
@@ -160,7 +170,11 @@ class World:
                     elif res.get("consumedCapacity") is not None:
                         consumed = res["consumedCapacity"]
                         short = key.removeprefix(res["driver"] + "/")
-                        for candidate in (key, short, f"{res['driver']}/{short}"):
+                        # v1.36, v1.37: the key as written; v1.38: in the driver's domain first, then unqualified
+                        candidates = [key] if self.release != "v1.38" else (
+                            [key, short] if "/" in key and key.startswith(res["driver"] + "/") else
+                            [key] if "/" in key else [f"{res['driver']}/{key}", key])
+                        for candidate in candidates:
                             if candidate in consumed:
                                 add(mapping, {resource: number(consumed[candidate]) * multiplier})
                                 break
@@ -171,7 +185,10 @@ class World:
 
     def status_charge(self, pod: Raw, claim: str) -> dict[str, Decimal]:
         total: dict[str, Decimal] = {}
+        field = "resources" if self.release == "v1.36" else "mapping"  # the shape the release knows
         for entry in pod["status"].get("nodeAllocatableResourceClaimStatuses") or []:
+            if ("resources" in entry) != (field == "resources"):
+                continue
             if entry["resourceClaimName"] == claim:
                 add(total, numbers(entry.get("resources")))
                 add(total, {m["name"]: number(m["quantity"]) for m in entry.get("mapping", [])})
@@ -181,21 +198,30 @@ class World:
         return total
 
     def footprint(self, pod: Raw) -> dict[str, Decimal]:
+        """v1.36 and v1.37: every claim charge outside the containers' max. v1.38: perContainer inside each
+        referencing container's own request."""
         namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
-        dra: dict[str, Decimal] = {}
+        fixed: dict[str, Decimal] = {}
+        per_container: dict[str, dict[str, Decimal]] = {}
         for claim_name, users in self.pod_claims(pod).items():
             claim = self.claims.get((namespace, claim_name))
             parts = self.contribution(claim) if claim is not None else None
             if parts is None:
-                add(dra, self.status_charge(pod, claim_name))
+                add(fixed, self.status_charge(pod, claim_name))
                 continue
-            mapping, per_pod, per_container = parts
+            mapping, per_pod, per_c = parts
             if self.first_consumer(namespace, claim_name) == (namespace, name):
-                add(dra, mapping)
-            add(dra, per_pod)
-            add(dra, per_container, len(users))
-        total = ordinary(pod)
-        add(total, dra)
+                add(fixed, mapping)
+            add(fixed, per_pod)
+            for user in users:
+                add(per_container.setdefault(user, {}), per_c)
+        if self.release == "v1.38":
+            total = ordinary(pod, per_container)
+        else:
+            total = ordinary(pod)
+            for amounts in per_container.values():
+                add(total, amounts)
+        add(total, fixed)
         pod_level = numbers(pod["spec"].get("resources", {}).get("requests"))
         total.update(pod_level)
         add(total, numbers(pod["spec"].get("overhead")))
@@ -266,15 +292,16 @@ class TestLedgerProperties:
                     state.apply(kind, None, item)
                 else:
                     state.upsert_slice(read_slice(item, keep=attributes))
+        release, _ = from_dump((n.kubelet_version for n in whole.nodes.values()), whole.shapes_seen())
         for state in (whole, kept):
-            state.detect_api()
+            state.set_release(release)
         assert {n: kept.ledger(n, flags) for n in kept.nodes} == {n: whole.ledger(n, flags) for n in whole.nodes}
 
     @settings(FAST, max_examples=40)
     @given(st.data())
     def test_contribution_does_not_depend_on_how_many_containers_reference_it(self, data: st.DataObject) -> None:
         """With v1.36 mappings, a claim costs the same whether one container or all of them reference it."""
-        items = data.draw(clusters(shapes=("v1.36",)))
+        items = data.draw(clusters(releases=("v1.36",)))
         assert audit_json(referenced_by(items, every=False)) == audit_json(referenced_by(items, every=True))
 
 

@@ -35,7 +35,7 @@ def paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 def broken(draw: st.DrawFn, kind: str, decorate: Callable[[st.DrawFn, Raw], None] | None = None) -> Raw:
     """One generated object of ``kind`` (given more fields by ``decorate``), with up to three fields replaced
     by junk (or deleted)."""
-    items = [i for i in draw(clusters(shapes=("v1.36", "v1.36", "v1.37"))) if i["kind"] == kind]
+    items = [i for i in draw(clusters(releases=("v1.36", "v1.36", "v1.37"))) if i["kind"] == kind]
     if not items:
         items = [{"kind": kind, "metadata": {"name": "empty"}, "spec": {}}]
     raw = copy.deepcopy(draw(st.sampled_from(items)))

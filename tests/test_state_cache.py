@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from draledger.commands import dumps
 from draledger.commands.audit import ledgers_of
 from draledger.core.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint
+from draledger.core.loading import load
 from draledger.core.models import status_json, status_of
+from draledger.core.releases import from_dump
 from draledger.core.state import ClusterState, GenerationRegression
 from draledger.core.views import PodView, read_claim, read_node, read_pod, read_slice
 from oracle import NaiveCatalog
@@ -56,7 +57,7 @@ def printed(ledger: Ledger) -> dict[str, Any]:
 def from_scratch(state: ClusterState, node: str, flags: Flags) -> Ledger:
     """The node's ledger over the naive catalog of the same views: no index, no sum, no cache."""
     catalog = NaiveCatalog(list(state.nodes.values()), list(state.pods.values()), list(state.claims.values()),
-                           list(state.slices.values()), state.api)
+                           list(state.slices.values()), state.release)
     return compute(state.nodes[node], catalog, flags)
 
 
@@ -149,8 +150,8 @@ class TestInvalidation:
         state = ClusterState()
         state.upsert_node(read_node(node_obj("n1")))
         devices = [
-            device("c0", attributes={"numaNode": 0, "socket": 1}, v136={"cpu": {}}),
-            device("c1", attributes={"numaNode": 0, "socket": 2}, v136={"cpu": {}}),
+            device("c0", attributes={"numaNode": 0, "socket": 1}, v136={"cpu": {"allocationMultiplier": "1"}}),
+            device("c1", attributes={"numaNode": 0, "socket": 2}, v136={"cpu": {"allocationMultiplier": "1"}}),
         ]
         state.upsert_slice(read_slice(slice_obj("s1", devices=devices)))
         assert {0: "2"} == zone_cpu(cached(state, "n1"))
@@ -242,7 +243,7 @@ class TestPodChargeCache:
             "its consumers": lambda s: s.upsert_pod(read_pod(pod_obj(
                 "p0", node="n1", containers=[container("app", claims=["gpu"])],
                 resource_claims=[direct("gpu", "c1")]))),
-            "the release": lambda s: s.set_api("v1.37"),
+            "the release": lambda s: s.set_release("v1.37"),
         }
         for what, change in changes.items():
             state, pod = self.claimed()
@@ -267,6 +268,8 @@ class TestCachedEqualsScratch:
         """Random upserts, updates, deletes and relists: after every event, every node's cached ledger
         equals ``compute`` without the cache; at the end, also ``audit`` over the objects the state holds."""
         state = ClusterState()
+        state.set_release(from_dump((read_node(raw).kubelet_version for op, raw in stream if raw.get("kind") == "Node"),
+                                    False)[0])
         current: dict[tuple[str, str, str], Raw] = {}
         numa = Flags(numa_attributes=("numaNode",))
 
@@ -299,8 +302,7 @@ class TestCachedEqualsScratch:
                     assert printed(ledger) == printed(from_scratch(state, node, flags))
                     assert ledger.mapping_fingerprint == mapping_fingerprint(state, node)
 
-        loaded = dumps.Loaded()
-        dumps.load_items(list(current.values()), "generated", loaded)
+        loaded = load(list(current.values()), "generated")
         audited = {item["metadata"]["name"]: item["status"] for item in ledgers_of(loaded, Flags(), NOW)}
         incremental = {node: status_json(status_of(cached(state, node), ledger_version=1, mapping_version=1,
                                                    now=NOW)) for node in state.nodes}

@@ -13,8 +13,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from draledger.commands.dumps import Loaded, load_items
 from draledger.core.ledgers import status_body
+from draledger.core.loading import load
 from draledger.core.models import NodeAllocatableLedgerStatus, status_json, status_of
 from strategies import Raw, clusters
 
@@ -37,8 +37,7 @@ def same(ledger: Any, previous: list[dict[str, Any]] | None = None) -> None:
 
 
 def ledgers(items: list[Raw]) -> list[Any]:
-    loaded = Loaded()
-    load_items(items, "test", loaded)
+    loaded = load(items, "test")
     return [loaded.state.ledger(name) for name in sorted(loaded.state.nodes)]
 
 

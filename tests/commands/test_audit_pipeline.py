@@ -21,7 +21,7 @@ KUBECTL = "kubectl get nodes,pods,resourceslices,resourceclaims -A -o json"
 CLUSTER = [
     node_obj("n1", allocatable={"cpu": "4", "memory": "8Gi"}),
     node_obj("n2", allocatable={"cpu": "4", "memory": "8Gi"}),
-    slice_obj("s", devices=[device("core-0", v136={"cpu": {}})]),
+    slice_obj("s", devices=[device("core-0", v136={"cpu": {"allocationMultiplier": "1"}})]),
     claim_obj("c", results=[result("core-0")]),
     pod_obj("p", containers=[container("a", {"cpu": "5"}, claims=["x"])], resource_claims=[direct("x", "c")]),
 ]

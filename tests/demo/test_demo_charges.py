@@ -11,9 +11,9 @@ import copy
 import datetime
 from typing import Any
 
-from draledger.commands.dumps import Loaded, load_items
 from draledger.core.accounting.ledger import Flags
 from draledger.core.accounting.statuses import planned_statuses
+from draledger.core.loading import load
 from draledger.demo import cluster, objects, scheduler
 
 NOW = datetime.datetime(2026, 12, 2, 10, 0, 0, tzinfo=datetime.UTC)
@@ -24,10 +24,9 @@ Raw = dict[str, Any]
 
 def core_rule(items: list[Raw], namespace: str, name: str) -> list[Raw] | None:
     """What the core says the scheduler writes for the pod, from the objects alone."""
-    loaded = Loaded()
-    load_items(copy.deepcopy(items), "test", loaded)
+    loaded = load(copy.deepcopy(items), "test")
     state = loaded.state
-    return planned_statuses(state.pods[(namespace, name)], state, state.api, Flags().numa_attributes)
+    return planned_statuses(state.pods[(namespace, name)], state, state.release, Flags().numa_attributes)
 
 
 def of_kind(items: list[Raw], kind: str) -> list[Raw]:

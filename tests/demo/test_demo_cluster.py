@@ -10,9 +10,9 @@ import kubernetes_validate
 import pytest
 
 from draledger.commands.audit import ledgers_of
-from draledger.commands.dumps import Loaded, load_items
 from draledger.core.accounting.ledger import Flags
 from draledger.core.accounting.release import GATE
+from draledger.core.loading import load
 from draledger.demo import cluster, scheduler
 from draledger.demo import objects as builders
 
@@ -24,8 +24,7 @@ def objects() -> list[dict[str, Any]]:
 
 
 def audit(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    loaded = Loaded()
-    load_items(copy.deepcopy(items), "test", loaded)
+    loaded = load(copy.deepcopy(items), "test")
     assert [] == loaded.problems
     return {obj["metadata"]["name"]: obj["status"] for obj in ledgers_of(loaded, Flags(), "2026-12-02T10:00:00Z")}
 

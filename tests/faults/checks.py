@@ -5,7 +5,7 @@ Releases (the gate ``draledger.dev/ledger-ready`` removed from a pod, and only t
     against every state in force during ``[t - GRACE, t)``. In state ``s``, the nodes a released pod may go
     to are the Nodes of ``s`` that its node affinity *after* the release allows, narrowed, when its claims
     are allocated (pinned), to the nodes of their allocations. Such a node is unsafe in ``s`` when its
-    ledger, computed offline from ``s`` with the project's own path (``load_items`` + ``ClusterState.ledger``,
+    ledger, computed offline from ``s`` with the project's own path (``core.loading.load`` + ``ClusterState.ledger``,
     ``Flags(frozen=spec.frozen of its ledger)``), is not ``Ready``. The pod itself is unsafe in ``s`` when a
     claim it names does not exist, when an allocated claim does not resolve
     (each device of its results published in a slice of the newest generation of its pool, and that pool
@@ -52,10 +52,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from draledger.commands.dumps import Loaded, load_items
 from draledger.core.accounting.ledger import Flags, RejectedSlice
 from draledger.core.accounting.release import GATE
 from draledger.core.ledgers import ledger_object
+from draledger.core.loading import Loaded, load
 from draledger.core.models import status_json, status_of
 from draledger.demo.emulator import ClusterEmulator
 from draledger.operator.clocks import now_rfc3339
@@ -98,8 +98,7 @@ class State:
     def phase(self, node: str) -> str:
         if node not in self._phases:
             if self._loaded is None:
-                self._loaded = Loaded()
-                load_items([obj for (p, _, _), obj in self.objects.items() if p in INPUTS], "timeline", self._loaded)
+                self._loaded = load([obj for (p, _, _), obj in self.objects.items() if p in INPUTS], "timeline")
             ledger = self._loaded.state.ledger(node, Flags(frozen=self.frozen.get(node, False)))
             self._phases[node] = ledger.phase if ledger is not None else "Gone"
             self._why[node] = "; ".join(f"{c.type}: {c.message}" for c in ledger.conditions
@@ -332,8 +331,7 @@ def expected_ledgers(emulator: ClusterEmulator, regressed: Mapping[str, Regressi
                     continue
                 obj = newer
             items.append(obj)
-    loaded = Loaded()
-    load_items(items, "store", loaded)
+    loaded = load(items, "store")
     state = loaded.state
     now = now_rfc3339()
     out = {}

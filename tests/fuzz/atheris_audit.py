@@ -25,6 +25,7 @@ with atheris.instrument_imports(include=["draledger"]):
     from draledger.commands import audit, dumps
     from draledger.core import ledgers
     from draledger.core.accounting.ledger import Flags
+    from draledger.core.loading import all_problems, load
 
 CONFORMANCE = Path(__file__).resolve().parent.parent / "conformance"
 NOW = "2026-12-02T10:00:00Z"
@@ -50,9 +51,8 @@ def test_one_input(data: bytes) -> None:
         items = dumps.items_of(dumps.parse_text(text, "fuzz"), "fuzz")
     except dumps.DumpError:
         return
-    loaded = dumps.Loaded()
-    dumps.load_items(items, "fuzz", loaded)
-    for problem in dumps.all_problems(loaded):
+    loaded = load(items, "fuzz")
+    for problem in all_problems(loaded):
         str(problem)
     for node in loaded.state.nodes:
         ledger = loaded.state.ledger(node, Flags())

@@ -16,8 +16,8 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from draledger.commands.audit import ledgers_of
-from draledger.commands.dumps import Loaded, load_items
 from draledger.core.accounting.ledger import Flags
+from draledger.core.loading import load
 from draledger.demo.emulator import ClusterEmulator
 from draledger.operator.config import OperatorConfig
 from draledger.operator.running import Operator
@@ -102,8 +102,7 @@ def semantic(status: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def audited(items: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    loaded = Loaded()
-    load_items(list(items), "test", loaded)
+    loaded = load(list(items), "test")
     return {
         obj["metadata"]["name"]: semantic(obj["status"])
         for obj in ledgers_of(loaded, Flags(), "2026-01-01T00:00:00Z")

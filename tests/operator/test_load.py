@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from draledger.core.accounting.ledger import PHASES, Ledger
+from draledger.core.accounting.ledger import Ledger
+from draledger.core.phases import PHASES
 from draledger.operator.config import OperatorConfig, add_arguments, from_args
 from draledger.operator.metrics import FIGURES, Metrics
 from draledger.operator.running import tune_gc

@@ -18,8 +18,8 @@ from types import ModuleType
 from typing import Any
 
 from draledger.commands.audit import ledgers_of
-from draledger.commands.dumps import Loaded, load_items
 from draledger.core.accounting.ledger import Flags
+from draledger.core.loading import load
 from draledger.core.quantities import parse_quantity
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_audit.py"
@@ -42,8 +42,7 @@ def generated(nodes: int = BASE, seed: int = 7) -> tuple[dict[str, Any], ...]:
     """The ledgers of a generated dump of ``nodes`` nodes (about 15 ms a node)."""
     synth = _benchmark().Synth(seed, nodes)
     items = [item for index in range(nodes) for objects in synth.node_objects(index).values() for item in objects]
-    loaded = Loaded()
-    load_items(items, "bench_audit", loaded)
+    loaded = load(items, "bench_audit")
     return tuple(ledgers_of(loaded, Flags(), NOW))
 
 

@@ -21,20 +21,15 @@ import msgspec
 import yaml
 
 from draledger.commands import colour
-from draledger.commands.dumps import (
-    KUBECTL_GET,
-    DumpError,
-    Loaded,
-    all_problems,
-    load_paths,
-    missing_kinds,
-    require_nodes,
-)
+from draledger.commands.dumps import KUBECTL_GET, DumpError, load_paths, require_nodes
 from draledger.commands.errors import FAILED, OK, UNUSABLE, CommandError, writable
 from draledger.commands.progress import Progress
 from draledger.commands.tables import ledger_table
 from draledger.core.accounting.ledger import Flags
-from draledger.core.ledgers import Phase, ledger_object, status_body
+from draledger.core.ledgers import ledger_object, status_body
+from draledger.core.loading import Loaded, all_problems, missing_kinds
+from draledger.core.phases import Phase
+from draledger.core.releases import Release
 from draledger.operator.clocks import now_rfc3339
 
 FAIL_ON: tuple[str, ...] = ()  # the contract: exit 0 whatever the phases, unless asked
@@ -103,15 +98,17 @@ def run(
     stderr: TextIO | None = None,
     svg: str | None = None,
     fail_on: Sequence[str] = FAIL_ON,
+    release: Release | None = None,
 ) -> int:
-    """The audit; 0, 1 when a node's phase is in ``fail_on``, 2 when an input or output cannot be used."""
+    """The audit; 0, 1 when a node's phase is in ``fail_on``, 2 when an input or output cannot be used.
+    ``release``: whose rules apply (None: what the dump shows, core.loading rule 3)."""
     # The streams are looked up at call time, not import time, so redirect_stdout (and test capture) work.
     stdout = stdout if stdout is not None else sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
     collecting = gc.isenabled()
     gc.disable()  # a dump and its views hold no reference cycles: the collector would only scan them, often
     try:
-        return _run(paths, output, numa, numa_attributes, stdout, stderr, svg, fail_on)
+        return _run(paths, output, numa, numa_attributes, stdout, stderr, svg, fail_on, release)
     except (DumpError, CommandError) as error:
         stderr.write(f"error: {error}\n")
         return error.code if isinstance(error, CommandError) else UNUSABLE
@@ -129,12 +126,14 @@ def _run(
     stderr: TextIO,
     svg: str | None,
     fail_on: Sequence[str],
+    release: Release | None,
 ) -> int:
     if svg:
         writable(svg)  # before the work, not after a long audit
     progress = Progress(stderr)
-    loaded = load_paths(paths, progress)
+    loaded = load_paths(paths, progress, release)
     require_nodes(loaded, paths)
+    stderr.write(f"release: {loaded.state.release}'s rules ({loaded.release_why})\n")
     for problem in all_problems(loaded):
         stderr.write(f"warning: {problem}\n")
     missing = missing_kinds(loaded)

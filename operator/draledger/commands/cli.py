@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from draledger import __version__
 from draledger.commands.errors import EXIT_CODES, UNUSABLE, report
 from draledger.core.accounting.zones import DEFAULT_NUMA_ATTRIBUTES
+from draledger.core.releases import RELEASES
 
 # Each names a module with ``add_parser(commands)``. The demo sits above the commands (it needs the `demo` extra's
 # packages only when it runs); device metadata is an independent library with its own small command line.
@@ -58,7 +59,8 @@ def _audit(args: argparse.Namespace) -> int:
     if isinstance(sys.stdout, io.TextIOWrapper):  # a name that is no valid Unicode (a lone surrogate) still prints
         sys.stdout.reconfigure(errors="backslashreplace")
     return audit.run(
-        args.filename, args.output, args.numa, args.numa_attribute or (), svg=args.svg, fail_on=args.fail_on
+        args.filename, args.output, args.numa, args.numa_attribute or (), svg=args.svg, fail_on=args.fail_on,
+        release=None if args.release == "auto" else args.release,
     )
 
 
@@ -158,6 +160,11 @@ def _add_audit(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="exit 1 when any node's phase is one of these (Rebuilding, Frozen, Stale, Overcommitted, Ready; "
         "none: never) (default: none, the ledgers are the answer; a pipeline asks for Overcommitted, and "
         "Stale only for a dump known complete)",
+    )
+    audit.add_argument(
+        "--release", choices=("auto", *RELEASES), default="auto",
+        help="the Kubernetes release whose accounting rules apply (auto: the newest kubeletVersion among the dump's "
+        "Nodes, raised to v1.37 when an object has the v1.37 shape; said on standard error)",
     )
     audit.set_defaults(func=_audit)
 

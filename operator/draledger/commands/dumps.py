@@ -26,9 +26,7 @@ import base64
 import json
 import re
 import sys
-from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
@@ -37,9 +35,9 @@ import msgspec
 import yaml
 
 from draledger.commands.progress import Progress
-from draledger.core.state import ClusterState, GenerationRegression
-from draledger.core.views import Problem
-from draledger.core.views.problems import ObjectRef, show
+from draledger.core.loading import READERS, Loaded, decide_release, load_items
+from draledger.core.releases import Release
+from draledger.core.views.problems import show
 
 MAX_DEPTH = 100  # a Kubernetes List nests a few dozen levels at most (a pod's affinity terms: 13)
 MAX_EXPANSION = 10  # YAML aliases may repeat what was written, up to ten times over
@@ -52,21 +50,8 @@ KUBECTL_GET = "kubectl get nodes,pods,resourceslices,resourceclaims -A -o json"
 _YAML_LIST_KEY = re.compile(r"""^["']?(?:apiVersion|kind|items|metadata)["']?\s*:""")
 
 
-READERS = {"Node": "nodes", "Pod": "pods", "ResourceSlice": "resourceslices", "ResourceClaim": "resourceclaims"}
-IGNORED_KINDS = frozenset(
-    {"DeviceClass", "ResourceClaimTemplate", "Namespace", "Event", "NodeAllocatableLedger"}
-)
-
-
 class DumpError(Exception):
     """The whole file is unusable."""
-
-
-@dataclass(slots=True)
-class Loaded:
-    state: ClusterState = field(default_factory=ClusterState)
-    problems: list[Problem] = field(default_factory=list)  # input problems that belong to no object
-    kinds: Counter[str] = field(default_factory=Counter)  # items read, by kind (rule 6)
 
 
 class _TooDeep(yaml.YAMLError):
@@ -266,36 +251,9 @@ def _read(stream: Any, source: str, progress: Progress | None) -> str:
     return "".join(parts)
 
 
-def load_items(items: Iterable[Any], source: str, loaded: Loaded) -> None:
-    state = loaded.state
-    for index, item in enumerate(items):
-        where = f"{source}: items[{index}]"
-        if not isinstance(item, dict):
-            loaded.problems.append(
-                Problem("MalformedItem", f"{where} is not an object ({type(item).__name__})", value=show(item))
-            )
-            continue
-        kind = item.get("kind")
-        loaded.kinds[kind if isinstance(kind, str) else "?"] += 1
-        if kind is not None and not isinstance(kind, str):  # a list or a map: no kind, and no key to look up
-            loaded.problems.append(
-                Problem("MalformedItem", f"{where} has a kind that is not a string", field="kind", value=show(kind))
-            )
-            continue
-        reader = READERS.get(kind) if kind is not None else None
-        if reader is None:
-            if kind not in IGNORED_KINDS:
-                loaded.problems.append(Problem("UnknownKind", f"{where} has kind {show(kind)}; ignored"))
-            continue
-        try:
-            state.apply(reader, None, item)
-        except GenerationRegression as error:
-            loaded.problems.append(Problem("GenerationRegression", str(error), ObjectRef("ResourceSlice", error.name)))
-    state.detect_api()
-
-
-def load_paths(paths: Iterable[str], progress: Progress | None = None) -> Loaded:
-    """Load every dump into one state; later files win for objects that appear twice."""
+def load_paths(paths: Iterable[str], progress: Progress | None = None, release: Release | None = None) -> Loaded:
+    """Load every dump into one state (later files win for objects that appear twice) and decide its release
+    (``release``, or the dumps' own evidence: core.loading rule 3)."""
     loaded = Loaded()
     for path in paths:
         text = read_source(path, progress)
@@ -304,6 +262,7 @@ def load_paths(paths: Iterable[str], progress: Progress | None = None) -> Loaded
         document = parse_text(text, path)
         del text  # as large as the file: freed before the views are built
         load_items(items_of(document, path), path, loaded)
+    decide_release(loaded, release)
     return loaded
 
 
@@ -315,27 +274,3 @@ def require_nodes(loaded: Loaded, paths: Sequence[str]) -> None:
     raise DumpError(f"{', '.join(paths)}: the dump has no Node objects (it holds {held}): dump with {KUBECTL_GET}")
 
 
-def missing_kinds(loaded: Loaded) -> list[str]:
-    """The kinds a ledger is computed from that no dump holds (rule 6)."""
-    return [kind for kind in READERS if not loaded.kinds[kind]]
-
-
-def all_problems(loaded: Loaded) -> list[Problem]:
-    """Every problem of every object, once: what ``audit`` names on standard error."""
-    state = loaded.state
-    out = list(loaded.problems)
-    for views in (state.nodes.values(), state.pods.values(), state.slices.values(), state.claims.values()):
-        for view in views:
-            out.extend(view.problems)
-    for pod in state.pods.values():
-        if pod.counted and pod.node_name not in state.nodes:
-            out.append(
-                Problem(
-                    "UnknownNode",
-                    f"bound to node {pod.node_name!r}, which is not in the input; not counted in any ledger",
-                    ObjectRef("Pod", pod.name, pod.namespace),
-                    "spec.nodeName",
-                    pod.node_name,
-                )
-            )
-    return out

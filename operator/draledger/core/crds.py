@@ -54,6 +54,13 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
         "priority": 1,
         "description": "how many problems status.problems lists",
     },
+    {
+        "name": "Release",
+        "type": "string",
+        "jsonPath": ".status.release",
+        "priority": 1,
+        "description": "the Kubernetes release whose accounting rules the ledger follows",
+    },
 ]
 _DROP = frozenset({"title", "default"})
 

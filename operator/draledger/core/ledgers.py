@@ -14,11 +14,11 @@ Rules:
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any
 
 from draledger.core.accounting.ledger import Condition, Ledger, ResourceLine
 from draledger.core.figures import humanize_pair
+from draledger.core.phases import Phase
 from draledger.core.views import Problem
 
 GROUP = "draledger.dev"
@@ -28,13 +28,6 @@ KIND = "NodeAllocatableLedger"
 PLURAL = "nodeallocatableledgers"
 SHORT_NAME = "nal"
 
-
-class Phase(StrEnum):
-    REBUILDING = "Rebuilding"
-    FROZEN = "Frozen"
-    STALE = "Stale"
-    OVERCOMMITTED = "Overcommitted"
-    READY = "Ready"
 
 
 
@@ -76,6 +69,7 @@ def status_body(
     body = {
         "nodeName": ledger.node_name,
         "phase": Phase(ledger.phase).value,
+        "release": ledger.release,
         "ledgerVersion": ledger_version,
         "mappingVersion": mapping_version,
         "mappingFingerprint": ledger.mapping_fingerprint,
@@ -149,6 +143,7 @@ def line_figures(line: ResourceLine) -> dict[str, str]:
         "requested": str(line.requested),
         "free": str(line.free),
         "schedulerCharged": str(line.scheduler_charged),
+        "schedulerRequested": str(line.scheduler_requested),
     }
 
 

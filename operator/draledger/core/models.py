@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from draledger.core.accounting.ledger import Condition, Ledger
-from draledger.core.ledgers import Phase, condition_bodies, problem_body, status_body
-from draledger.core.views import Problem
+from draledger.core.accounting.ledger import Ledger
+from draledger.core.ledgers import status_body
+from draledger.core.phases import Phase
 
 QUANTITY_PATTERN = (  # kube-apiserver's own pattern for resource.Quantity
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
@@ -36,9 +36,14 @@ class ResourceFigures(_Model):
     allocatable: str = Qty("node.status.allocatable[r]")
     pod_requests: str = Qty("Σ footprints of the counted pods without any claim (the ordinary stream)")
     claims: str = Qty("Σ contributions of the node's claims, each claim once (the DRA stream)")
-    requested: str = Qty("Σ footprints of the counted pods, claims included: what the scheduler charges")
+    requested: str = Qty("Σ footprints of the counted pods, claims included, as the ledger recomputes them "
+                         "under the release's rules")
     free: str = Qty("allocatable − requested; negative means overcommitted")
     scheduler_charged: str = Qty("Σ of what the pods' status.nodeAllocatableResourceClaimStatuses say")
+    scheduler_requested: str | None = Field(
+        None, pattern=QUANTITY_PATTERN, description="what kube-scheduler charges in all: every bound pod's footprint "
+        "from its status (a pod without status.nodeAllocatableResourceClaimStatuses is charged nothing for its "
+        "claims); optional, as ledgers written by earlier versions have none")
 
 
 class ZoneFigures(_Model):
@@ -106,6 +111,8 @@ class LedgerSummary(_Model):
 class NodeAllocatableLedgerStatus(_Model):
     node_name: str
     phase: Phase
+    release: str | None = Field(None, description="the Kubernetes release whose accounting rules apply "
+                                "(v1.36, v1.37, v1.38); optional, as ledgers written by earlier versions have none")
     ledger_version: int = Field(ge=0, description="+1 whenever the status content changes; never decreases")
     mapping_version: int = Field(ge=0, description="+1 whenever the node's mapping inputs change")
     mapping_fingerprint: str = Field(description="digest of the node's device mappings")
@@ -130,16 +137,6 @@ class NodeAllocatableLedgerSpec(_Model):
         False, description="new claim-using pods stay gated for this node; bound pods are untouched"
     )
     reason: str | None = Field(None, description="why the node is frozen (shown in events)")
-
-
-def _problem(problem: Problem) -> LedgerProblem:
-    return LedgerProblem.model_validate(problem_body(problem))
-
-
-def stamp_conditions(
-    conditions: tuple[Condition, ...], previous: list[dict[str, Any]] | None, now: str
-) -> list[LedgerCondition]:
-    return [LedgerCondition.model_validate(c) for c in condition_bodies(conditions, previous, now)]
 
 
 def status_of(

@@ -22,7 +22,6 @@ user wrote, never through binary arithmetic.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from decimal import Context, Decimal, InvalidOperation
 from typing import Final
 
@@ -119,9 +118,6 @@ class Quantity:
 
     def __str__(self) -> str:
         return format_nanos(self.nanos)
-
-    def max(self, other: Quantity) -> Quantity:
-        return other if other.nanos > self.nanos else self
 
 
 def format_nanos(nanos: int) -> str:
@@ -227,7 +223,3 @@ def scheduler_units(name: str, quantity: Quantity) -> int:
     """The quantity in kube-scheduler's integer unit for the resource: millicores for cpu, units (bytes) for
     the rest, rounded up (``Quantity.MilliValue`` and ``Quantity.Value`` round up: framework.Resource.Add)."""
     return -((-quantity.nanos) // (10**6 if name == "cpu" else NANO))
-
-
-def units_of(amounts: Mapping[str, Quantity]) -> dict[str, int]:
-    return {name: scheduler_units(name, quantity) for name, quantity in amounts.items()}

@@ -14,9 +14,11 @@ Rules:
    contribution is cached per claim and dropped by a change of the claim or of a pool it has results in.
 6. Each node keeps running sums of its counted pods' claim-free footprints (``accounting.sums.NodeSums``),
    updated by every pod add, change and removal: a ledger visits only the pods the sums cannot stand for
-   (claims, claim statuses, problems). The sums follow ``api``'s rules; ``set_api`` recounts them.
+   (claims, claim statuses, problems). The sums follow ``release``'s rules; ``set_release`` recounts them and
+   drops every derived value (the release is an input of every rule).
 7. ``apply(kind, event_type, body)`` is the one entry for raw objects of the four kinds (a watch event, or
-   an item of a dump): it reads the body and upserts or deletes the view.
+   an item of a dump): it reads the body and upserts or deletes the view. Views are the same under every release
+   (views, rule 2), so objects may be loaded before the release is known.
 8. ``held`` indexes the pods that carry the product's scheduling gate (``views.pods.GATE``), the ones gate
    release looks at.
 9. A claim-using pod's charge (``ledger.pod_charge``) is cached per pod, checked against what it was computed
@@ -31,18 +33,12 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from draledger.core.accounting.catalog import ClaimKey, PodKey, PoolKey
+from draledger.core.accounting.charges import PodCharge, pod_charge
 from draledger.core.accounting.contributions import Contribution, contribution
-from draledger.core.accounting.footprints import Resources
-from draledger.core.accounting.ledger import (
-    Flags,
-    Ledger,
-    PodCharge,
-    compute,
-    mapping_fingerprint,
-    node_zone_capacity,
-    pod_charge,
-)
+from draledger.core.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint, node_zone_capacity
 from draledger.core.accounting.sums import NodeSums
+from draledger.core.releases import OLDEST, Release
+from draledger.core.resources import Resources
 from draledger.core.views import (
     ClaimView,
     DeviceView,
@@ -73,6 +69,7 @@ class GenerationRegression(Exception):
 class _Pool:
     slices: dict[str, SliceView]
     devices: dict[str, DeviceView] | None = None  # newest generation, built lazily
+    invalid: str = ""  # why the newest generation is invalid (built with ``devices``)
     newest: int = 0
 
     def refresh(self) -> None:
@@ -84,13 +81,17 @@ class _Pool:
 
     def device_index(self) -> dict[str, DeviceView]:
         if self.devices is None:
-            # A device name published twice in the newest generation (a driver bug) resolves to its first
-            # occurrence by slice name, so the ledger never depends on the order the slices arrived in.
+            # A device name published twice in the newest generation makes the pool invalid, as the allocator
+            # calls it (validateDeviceNames): no device of it resolves, whatever order the slices arrived in.
             index: dict[str, DeviceView] = {}
+            twice: list[str] = []
             for view in sorted(self.newest_slices(), key=lambda s: s.name):
                 for device in view.devices:
-                    index.setdefault(device.name, device)
-            self.devices = index
+                    if device.name in index:
+                        twice.append(device.name)
+                    index[device.name] = device
+            self.invalid = f"duplicate device name {sorted(twice)[0]}" if twice else ""
+            self.devices = {} if twice else index
         return self.devices
 
     def complete(self) -> bool:
@@ -102,7 +103,7 @@ class _Pool:
 class _Charged(NamedTuple):
     pod: PodView
     attributes: tuple[str, ...]
-    api: str
+    release: Release
     charge: PodCharge
 
 
@@ -123,8 +124,8 @@ def _claim_keys(pod: PodView) -> frozenset[ClaimKey]:
 class ClusterState:
     """Implements ``accounting.ledger.LedgerCatalog`` over incrementally maintained indexes."""
 
-    def __init__(self, api: str = "v1.36") -> None:
-        self.api = api
+    def __init__(self, release: Release = OLDEST) -> None:
+        self.release: Release = release
         self.nodes: dict[str, NodeView] = {}
         self.pods: dict[PodKey, PodView] = {}
         self.claims: dict[ClaimKey, ClaimView] = {}
@@ -175,8 +176,8 @@ class ClusterState:
             self.pods[pod_key] = pod
             self._pods_by_node[node][pod_key] = pod
             sums = self._sums[node]
-            sums.remove(old, self.api)
-            sums.add(pod, self.api)
+            sums.remove(old, self.release)
+            sums.add(pod, self.release)
             return {node} if keys is None else self._consumer_nodes(keys, {node})
         dirty = self._remove_pod(pod_key)
         self.pods[pod_key] = pod
@@ -185,7 +186,7 @@ class ClusterState:
             found = self._sums.get(node)
             if found is None:
                 found = self._sums[node] = NodeSums()
-            found.add(pod, self.api)
+            found.add(pod, self.release)
             dirty.add(node)
             if keys:  # most pods have no claim: store nothing for them
                 self._pod_claims[pod_key] = keys
@@ -206,7 +207,7 @@ class ClusterState:
             return set()
         on_node = self._pods_by_node.get(old.node_name, {})
         on_node.pop(key, None)
-        self._sums[old.node_name].remove(old, self.api)
+        self._sums[old.node_name].remove(old, self.release)
         if not on_node:
             self._pods_by_node.pop(old.node_name, None)
             del self._sums[old.node_name]
@@ -340,6 +341,13 @@ class ClusterState:
         found = self._pools.get(pool)
         return found is not None and found.complete()
 
+    def pool_invalid(self, pool: PoolKey) -> str:
+        found = self._pools.get(pool)
+        if found is None:
+            return ""
+        found.device_index()
+        return found.invalid
+
     def device(self, pool: PoolKey, name: str) -> DeviceView | None:
         found = self._pools.get(pool)
         return found.device_index().get(name) if found is not None else None
@@ -347,7 +355,7 @@ class ClusterState:
     def node_devices(self, node: str) -> Iterable[tuple[PoolKey, DeviceView]]:
         for name in sorted(self._node_slices.get(node, ())):
             view = self.slices[name]
-            if view.generation == self._pools[view.pool_key].newest:
+            if view.generation == self._pools[view.pool_key].newest and not self.pool_invalid(view.pool_key):
                 for device in view.devices:
                     yield view.pool_key, device
 
@@ -370,18 +378,18 @@ class ClusterState:
         hit = self._contributions.get(claim.key)
         if hit is not None and hit[0] is claim and hit[1] == attributes:
             return hit[2]
-        found = contribution(claim, self, attributes)
+        found = contribution(claim, self, attributes, self.release)
         self._contributions[claim.key] = (claim, attributes, found)
         return found
 
     def pod_charge(self, pod: PodView, attributes: tuple[str, ...]) -> PodCharge:
         hit = self._charges.get(pod.key)
-        if hit is not None and hit.pod is pod and hit.attributes == attributes and hit.api == self.api and (
+        if hit is not None and hit.pod is pod and hit.attributes == attributes and hit.release == self.release and (
             self._unchanged(hit.charge)
         ):
             return hit.charge
         found = pod_charge(pod, self, attributes)
-        self._charges[pod.key] = _Charged(pod, attributes, self.api, found)
+        self._charges[pod.key] = _Charged(pod, attributes, self.release, found)
         return found
 
     def _unchanged(self, charge: PodCharge) -> bool:
@@ -443,24 +451,27 @@ class ClusterState:
             return self.upsert_node(read_node(body))
         return self.upsert_slice(read_slice(body, memo))
 
-    def detect_api(self) -> Dirty:
-        """The release whose rules apply, from what the objects show: v1.37 once a slice uses
-        ``nodeAllocatableResources`` or a pod status the ``mapping``/``overhead`` shape; else v1.36."""
-        v137 = any(s.shape == "v1.37" for s in self.slices.values()) or any(
-            s.shape == "v1.37" for pod in self.pods.values() for s in pod.claim_statuses or ()
-        )
-        return self.set_api("v1.37" if v137 else "v1.36")
-
-    def set_api(self, api: str) -> Dirty:
-        """Follow ``api``'s rules from now on: the running sums are recounted (every node is dirty)."""
-        if api == self.api:
+    def set_release(self, release: Release) -> Dirty:
+        """Follow ``release``'s rules from now on: the running sums are recounted and every derived value dropped
+        (every node is dirty)."""
+        if release == self.release:
             return set()
-        self.api = api
+        self.release = release
         for node, pods in self._pods_by_node.items():
             sums = self._sums[node] = NodeSums()
             for pod in pods.values():
-                sums.add(pod, api)
+                sums.add(pod, release)
+        self._derived.clear()
+        self._contributions.clear()
+        self._charges.clear()
         return set(self.nodes)
+
+    def shapes_seen(self) -> bool:
+        """Whether any object has the v1.37 shape (a slice with ``nodeAllocatableResources``, a pod status with
+        ``mapping``/``overhead``): what a v1.36 server cannot hold (core.releases, rule 3)."""
+        return any(s.shape == "v1.37" for s in self.slices.values()) or any(
+            s.shape == "v1.37" for pod in self.pods.values() for s in pod.claim_statuses or ()
+        )
 
     # ----- results -----
     def ledger(self, node: str, flags: Flags | None = None) -> Ledger | None:

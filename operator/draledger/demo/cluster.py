@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from draledger.commands.audit import ledgers_of
-from draledger.commands.dumps import Loaded, load_items
 from draledger.core.accounting.ledger import Flags
+from draledger.core.loading import load
 from draledger.demo.objects import (
     NODES,
     Box,
@@ -163,8 +163,7 @@ def later_pods(
 
 def previous_ledgers(objects: Iterable[Mapping[str, Any]], now: datetime.datetime) -> list[dict[str, Any]]:
     """The ledgers the operator's previous run left behind (they turn Rebuilding when it starts again)."""
-    loaded = Loaded()
-    load_items([dict(obj) for obj in objects], "demo", loaded)
+    loaded = load([dict(obj) for obj in objects], "demo")
     written = stamp(now, datetime.timedelta(minutes=7))
     out = []
     for ledger in ledgers_of(loaded, Flags(), written):

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from draledger.commands.dumps import Loaded, load_items
 from draledger.core.accounting.ledger import Flags
 from draledger.core.accounting.statuses import planned_statuses
+from draledger.core.loading import load
 from draledger.core.quantities import Quantity, parse_quantity
 from draledger.demo.objects import CLASSES, NUMA, allocation, result, running_status, uid
 
@@ -38,11 +38,9 @@ def scheduler_statuses(
     meta = obj["metadata"]
     bound = {**obj, "spec": {**obj["spec"], "nodeName": node_name},
              "status": {**(obj.get("status") or {}), "phase": "Running"}}
-    loaded = Loaded()
-    load_items([*slices, *claims, *pods, bound], "the demo scheduler", loaded)  # the bound pod last: it wins
-    state = loaded.state
+    state = load([*slices, *claims, *pods, bound], "the demo scheduler").state  # the bound pod last: it wins
     pod_view = state.pods[(meta["namespace"], meta["name"])]
-    return planned_statuses(pod_view, state, state.api, Flags().numa_attributes) or []
+    return planned_statuses(pod_view, state, Flags().numa_attributes) or []
 
 
 def _claim_name(obj: Mapping[str, Any], entry: Mapping[str, Any]) -> str | None:

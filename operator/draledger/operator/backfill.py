@@ -43,10 +43,6 @@ class Backfill:
             return ("False", "ServerDropsField", self.disabled)
         return ("True", "Backfill", "missing status.nodeAllocatableResourceClaimStatuses are filled in")
 
-    def shape(self) -> str:
-        configured = self.runtime.config.status_shape
-        return configured if configured != "auto" else (self.runtime.shape_seen or "v1.36")
-
     def wanted(self, node: str) -> bool:
         """Whether a pod of the node may need its status filled in (checked without computing any status)."""
         runtime = self.runtime
@@ -74,7 +70,7 @@ class Backfill:
             attempts = attempts if version == pod.resource_version else 0
             if attempts >= MAX_ATTEMPTS:
                 continue
-            entries = planned_statuses(pod, state, self.shape(), runtime.config.numa_attributes)
+            entries = planned_statuses(pod, state, runtime.config.numa_attributes)  # in the release's shape
             if not entries:
                 continue
             self.attempted[pod.key] = (pod.resource_version, attempts + 1)

@@ -7,10 +7,11 @@ import os
 from dataclasses import dataclass, field
 
 from draledger.core.accounting.zones import DEFAULT_NUMA_ATTRIBUTES
+from draledger.core.releases import RELEASES
 from draledger.operator.leadership import LeaderElection, add_leader_arguments, election_from_args
 
 POD_STATUS_MODES = ("backfill", "observe")
-STATUS_SHAPES = ("auto", "v1.36", "v1.37")
+RELEASE_CHOICES = ("auto", *RELEASES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +20,7 @@ class OperatorConfig:
     coalesce_window_max: float = 1.0  # seconds: how far the wait may stretch while the operator is saturated
     freshness_window: float = 60.0  # seconds a watch may be broken before its nodes turn Stale
     pod_status: str = "backfill"
-    status_shape: str = "auto"
+    release: str = "auto"  # the Kubernetes release whose rules apply; auto: the API server's /version
     metrics_host: str = "0.0.0.0"
     metrics_port: int = 8080  # /metrics, /healthz, /readyz
     numa_attributes: tuple[str, ...] = DEFAULT_NUMA_ATTRIBUTES
@@ -80,11 +81,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(env DRALEDGER_POD_STATUS)",
     )
     parser.add_argument(
-        "--status-shape",
-        choices=STATUS_SHAPES,
-        default=_env("status-shape", d.status_shape),
-        help="pod status shape to write: v1.36 (resources), v1.37 (mapping/overhead), or auto "
-        "(env DRALEDGER_STATUS_SHAPE)",
+        "--release",
+        choices=RELEASE_CHOICES,
+        default=_env("release", d.release),
+        help="the Kubernetes release whose accounting rules apply (and whose pod status shape is written); auto: "
+        "the API server's /version, read at start and after every reconnect (env DRALEDGER_RELEASE)",
     )
     parser.add_argument(
         "--metrics-host",
@@ -210,7 +211,7 @@ def from_args(args: argparse.Namespace) -> OperatorConfig:
         coalesce_window_max=max(args.coalesce_window, args.coalesce_window_max),
         freshness_window=args.freshness_window,
         pod_status=args.pod_status,
-        status_shape=args.status_shape,
+        release=args.release,
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
         numa_attributes=tuple(attributes) or DEFAULT_NUMA_ATTRIBUTES,

@@ -9,7 +9,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from draledger.core.accounting.ledger import PHASES, Ledger, ResourceLine
+from draledger.core.accounting.ledger import Ledger, ResourceLine
+from draledger.core.phases import PHASES
 from draledger.core.quantities import NANO, Quantity
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series only double the scrape size
@@ -108,7 +109,7 @@ class _PhaseCounts(Collector):
         self.phases: Callable[[], Iterable[str]] = lambda: ()
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
-        counts = dict.fromkeys(PHASES, 0)
+        counts: dict[str, int] = dict.fromkeys(PHASES, 0)
         for phase in self.phases():
             counts[phase] = counts.get(phase, 0) + 1
         family = GaugeMetricFamily("draledger_ledgers", "Ledgers by phase", labels=["phase"])
@@ -194,6 +195,19 @@ class Metrics:
             registry=r,
         )
         self.leader.set_function(lambda: 1.0)  # until an elector says otherwise (Operator)
+        self.release = "unknown"  # the Kubernetes release whose rules apply (operator.releasing)
+        self.release_rules = Gauge(
+            "draledger_release_rules", "1 for the Kubernetes release whose accounting rules the ledgers follow",
+            ["release"], registry=r,
+        )
+
+    def release_info(self, release: str) -> None:
+        if release != self.release:
+            if self.release != "unknown":
+                self.release_rules.remove(self.release)
+            self.release = release
+            self.release_rules.labels(release).set(1)
+
     def count_event(self, kind: str) -> None:
         counts = self.event_counts
         counts[kind] = counts.get(kind, 0) + 1

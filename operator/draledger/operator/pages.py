@@ -74,6 +74,7 @@ class PodCondition(TypedDict, total=False):
 class PodStatus(TypedDict, total=False):
     phase: Any
     resourceClaimStatuses: Any
+    extendedResourceClaimStatus: Any
     nodeAllocatableResourceClaimStatuses: Any
     containerStatuses: list[ContainerStatus]
     initContainerStatuses: list[ContainerStatus]
@@ -89,9 +90,14 @@ class Pod(TypedDict, total=False):
 
 
 # ----- nodes (views.nodes.read_node) -----
+class NodeInfo(TypedDict, total=False):
+    kubeletVersion: Any
+
+
 class NodeStatus(TypedDict, total=False):
     allocatable: Any
     conditions: Any
+    nodeInfo: NodeInfo
 
 
 class Node(TypedDict, total=False):

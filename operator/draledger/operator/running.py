@@ -18,6 +18,7 @@ from draledger.operator.config import OperatorConfig
 from draledger.operator.connecting import Source, credentials
 from draledger.operator.electing import FencedApi, elector_for
 from draledger.operator.metrics import Metrics
+from draledger.operator.releasing import Releasing
 from draledger.operator.runtime import Runtime
 from draledger.operator.watching import HOOKS
 from draledger.operator.writing import Writer
@@ -57,6 +58,7 @@ class Operator:
         self.elector = elector_for(election, info, login, self.runtime.clock, lambda _: self.runtime.wakeup.set())
         self.api = FencedApi(info, self.elector.write_window, login=login)
         self.writer = Writer(self.runtime, self.api, leads=self.elector.leads if election.enabled else None)
+        self.releasing = Releasing(self.runtime, self.api, self.elector.leads if election.enabled else lambda: True)
         self.metrics.leader.set_function(self.elector.leads)
         self.port = 0
         self._writer_task: asyncio.Task[Any] | None = None
@@ -97,6 +99,7 @@ class Operator:
         log.info("rebuilt state frozen out of the collector", objects=gc.get_freeze_count())
 
     async def _prime(self) -> None:
+        await self.releasing.first()  # before the first ledger is computed (operator.releasing, rule 2)
         await priming.prime(self.runtime, self.api, self.config)
 
     async def run(self) -> None:
@@ -126,6 +129,7 @@ class Operator:
                     self._writer_task,
                     asyncio.create_task(self._freshness(), name="draledger-freshness"),
                     asyncio.create_task(self._freeze_rebuilt(), name="draledger-freeze"),
+                    asyncio.create_task(self.releasing.follow(), name="draledger-release"),
                 ]
                 await kopf.operator(
                     registry=registry,

@@ -35,6 +35,7 @@ from typing import Any
 import structlog
 
 from draledger.core.accounting.ledger import Flags, RejectedSlice
+from draledger.core.releases import Release
 from draledger.core.state import ClusterState, GenerationRegression
 from draledger.core.views import SliceView, read_claim, read_node, read_pod, read_slice
 from draledger.core.views.pods import GATE
@@ -69,11 +70,27 @@ class Runtime:
         self._node_filter = parse_selector(config.node_selector)
         self.outside: set[str] = set()  # nodes seen but not selected (outside the canary): not ours
         self.stale_reason = ""
-        self.shape_seen = ""  # "v1.36" | "v1.37": what the server speaks, from pod statuses and slices
+        self.release_why = ""  # why the state follows its release (operator.releasing)
+        self.reconnected = asyncio.Event()  # a broken stream made contact again: the release is read again
         self.rejected: dict[str, tuple[RejectedSlice, frozenset[str]]] = {}  # slice -> refusal, its nodes
         self.floors: dict[str, RejectedSlice] = {}  # refusals read back from the stored ledgers
         self.primed: dict[str, str] = {}  # kind -> resourceVersion of our own LIST (operator.priming)
         self.priming_done = asyncio.Event()
+
+    # ----- the release in force (operator.releasing) -----
+    @property
+    def release(self) -> Release:
+        return self.state.release
+
+    def set_release(self, release: Release, why: str) -> bool:
+        """Follow ``release``'s rules from now on; whether that changed anything (every node is then dirty)."""
+        changed = release != self.state.release or not self.release_why
+        if changed:
+            log.info("accounting rules", release=release, why=why, before=self.state.release)
+        self.release_why = why
+        self.metrics.release_info(release)
+        self.mark(self.state.set_release(release))
+        return changed and bool(self.state.nodes)
 
     # ----- dirtiness -----
     def mark(self, nodes: Iterable[str]) -> None:
@@ -139,11 +156,6 @@ class Runtime:
         if kind == "pods":  # the most frequent kind first
             pod = read_pod(body)
             key = pod.key
-            statuses = pod.claim_statuses
-            if statuses:  # the last entry's shape, as a loop over them would leave it
-                self.shape_seen = statuses[-1].shape
-                if self.shape_seen == "v1.37" and state.api != "v1.37":
-                    self.mark(state.set_api("v1.37"))
             if GATE in pod.scheduling_gates:
                 self.wakeup.set()  # a pod for the release to look at
             self._uids[kind][uid] = key
@@ -165,10 +177,6 @@ class Runtime:
                 self.wakeup.set()
         else:
             view = read_slice(body, self.memo, self.config.numa_attributes)  # only the attributes zones use
-            if view.shape == "v1.37" and view.devices:
-                self.shape_seen = self.shape_seen or "v1.37"
-            if self.shape_seen == "v1.37" and state.api != "v1.37":  # the server's rules, once it shows them
-                self.mark(state.set_api("v1.37"))
             self._upsert_slice(view)
             self._uids[kind][uid] = view.name
 
@@ -296,6 +304,8 @@ class Runtime:
             health, now = self.health[kind], self.clock()
             if self.state.held and (health.broken_since is not None or health.reconnecting):
                 self.wakeup.set()  # releases held while this stream was down are tried again now
+            if health.broken_since is not None:
+                self.reconnected.set()  # the API server may have been upgraded meanwhile (operator.releasing)
             health.contact(now)
 
     def connecting(self, kind: str) -> None:

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from draledger.commands.dumps import Loaded, all_problems, load_items
 from draledger.core.accounting.ledger import Flags, Ledger
 from draledger.core.accounting.statuses import planned_statuses
+from draledger.core.loading import Loaded, all_problems, load
 from draledger.core.quantities import parse_quantity
 from tests.realcluster.fidelity.generating import NUMA_ATTRIBUTES, Case
 from tests.realcluster.fidelity.running import Outcome
@@ -51,8 +51,7 @@ class Disagreement:
 
 
 def loaded(items: list[dict[str, Any]]) -> Loaded:
-    result = Loaded()
-    load_items(copy.deepcopy(items), "dump", result)
+    result = load(copy.deepcopy(items), "dump")
     return result
 
 

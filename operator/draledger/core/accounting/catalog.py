@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+from draledger.core.releases import Release
 from draledger.core.views import ClaimView, DeviceView, PodView, Problem
 
 PodKey = tuple[str, str]
@@ -19,7 +20,7 @@ PoolKey = tuple[str, str]
 
 
 class Catalog(Protocol):
-    api: str  # "v1.36" | "v1.37": whose rules the footprints follow (accounting.footprints, rule 5)
+    release: Release  # whose rules apply (core.releases)
 
     def claim(self, key: ClaimKey) -> ClaimView | None:
         """The ResourceClaim, if it exists."""
@@ -33,8 +34,11 @@ class Catalog(Protocol):
     def pool_complete(self, pool: PoolKey) -> bool:
         """Whether the newest generation of the pool has all of its ``resourceSliceCount`` slices."""
 
+    def pool_invalid(self, pool: PoolKey) -> str:
+        """Why the pool's newest generation is invalid ("" when it is not): a device name published twice."""
+
     def device(self, pool: PoolKey, name: str) -> DeviceView | None:
-        """The device among the slices of the pool's newest generation."""
+        """The device among the slices of the pool's newest generation (None in an invalid pool)."""
 
     def node_devices(self, node: str) -> Iterable[tuple[PoolKey, DeviceView]]:
         """Devices of the newest generation of slices published for the node (``spec.nodeName``)."""

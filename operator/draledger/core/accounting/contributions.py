@@ -1,25 +1,38 @@
-"""Claim contributions: what one ResourceClaim's allocation results charge, per node resource.
+"""Claim contributions: what one ResourceClaim's allocation results charge, per node resource, under a release.
 
-Rules (ledger contract, section 1):
-1. Each result is matched to its device by driver, pool and device among the pool's newest generation.
-2. Mapping with ``capacityKey``: ``consumedCapacity[capacityKey] × multiplier``; no consumedCapacity on the
-   result is ``CapacityKeyWithoutConsumedCapacity`` (the scheduler refuses such pods): nothing is counted.
-   A consumedCapacity without that key is skipped, as the scheduler skips it.
-3. Mapping without ``capacityKey``: the multiplier, once per allocation result.
-4. v1.37 overhead: ``perPod`` and ``perContainer`` are summed over the devices; the consuming pods pay them.
-5. A result whose pool has no slice is ``MissingResourceSlice``; whose device is absent, ``MissingDevice``.
+Rules (kube-scheduler ``nodeallocatabledynamicresources.go``: v1.36.3 ``buildNodeAllocatableDRAInfo``; v1.37.2 and
+v1.38.0-beta.0 ``addDeviceMapping``, ``addDeviceOverhead``):
+1. Each result is matched to its device by driver, pool and device among the pool's newest generation (upstream
+   takes the first slice of the pool that lists the device, whatever its generation: docs/accounting.md lists it).
+   A pool whose newest generation publishes a device name twice is invalid, as the allocator calls it
+   (``validateDeviceNames``): its results resolve to no device (``InvalidPool``).
+2. Only the mappings the release counts (``DeviceView.mappings_in``: known to it, and accepted by its API).
+3. Mapping with ``capacityKey``: ``consumedCapacity[key] × multiplier``. No consumedCapacity on the result is
+   ``CapacityKeyWithoutConsumedCapacity`` (the scheduler refuses such pods): nothing is counted. A consumedCapacity
+   without that key is skipped, as the scheduler skips it. The key is looked up exactly in v1.36 and v1.37; v1.38
+   defaults the driver domain (``LookupByQualifiedName``: ``<driver>/key`` first, then ``key``; a key of another
+   domain exactly).
+4. A negative consumed capacity is reported (``NegativeConsumedCapacity``); v1.36 and v1.37 charge it as it is,
+   v1.38 refuses it (a Filter error) and counts nothing for that mapping.
+5. Mapping without ``capacityKey``: the multiplier, once per allocation result.
+6. Overhead (v1.37, v1.38): ``perPod`` and ``perContainer`` are summed over the devices; the consuming pods pay them.
+7. A result whose pool has no slice is ``MissingResourceSlice``; whose device is absent, ``MissingDevice``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from draledger.core.accounting.catalog import Catalog
-from draledger.core.accounting.footprints import Resources, add_into
 from draledger.core.accounting.zones import zone_of
-from draledger.core.quantities import Quantity
-from draledger.core.views import ClaimView
-from draledger.core.views.slices import lookup_qualified
+from draledger.core.quantities import ZERO, Quantity
+from draledger.core.releases import Release
+from draledger.core.resources import Resources, add_into
+from draledger.core.views import AllocationResult, ClaimView
+from draledger.core.views.mappings import Mapping as DeviceMapping
+
+STALE_REASONS = frozenset({"MissingResourceSlice", "MissingDevice", "MissingResourceClaim", "InvalidPool"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,17 +52,27 @@ class Contribution:
     devices: list[DeviceRef] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (reason, message)
     resolved: bool = True
-
-    def pod_share(self, containers: int, with_mapping: bool) -> Resources:
-        """What one consuming pod is charged: the mapping (if it is the one charged), plus its overhead."""
-        share: Resources = dict(self.mapping) if with_mapping else {}
-        add_into(share, self.per_pod)
-        for name, quantity in self.per_container.items():
-            add_into(share, {name: quantity.times(containers)})
-        return share
+    mapped: bool = False  # a device of its results has a mapping part: such a claim may not be shared
+    entry: bool = False  # the scheduler writes a status entry for it: a mapping charged, or an overhead
 
 
-def contribution(claim: ClaimView, catalog: Catalog, numa_attributes: tuple[str, ...]) -> Contribution:
+def lookup_consumed(consumed: Mapping[str, Quantity], key: str, driver: str, release: Release) -> Quantity | None:
+    """Rule 3: the consumed capacity a mapping's key names, as the release's scheduler looks it up."""
+    if release != "v1.38":
+        return consumed.get(key)
+    domain, slash, name = key.partition("/")
+    if slash:
+        found = consumed.get(key)
+        if found is None and domain == driver:
+            found = consumed.get(name)
+        return found
+    found = consumed.get(f"{driver}/{key}")
+    return found if found is not None else consumed.get(key)
+
+
+def contribution(
+    claim: ClaimView, catalog: Catalog, numa_attributes: tuple[str, ...], release: Release
+) -> Contribution:
     out = Contribution()
     for result in claim.results:
         device = catalog.device(result.pool_key, result.device)
@@ -57,47 +80,57 @@ def contribution(claim: ClaimView, catalog: Catalog, numa_attributes: tuple[str,
         out.devices.append(DeviceRef(result.driver, result.pool, result.device, zone))
         if device is None:
             out.resolved = False
-            if catalog.pool_exists(result.pool_key):
-                out.problems.append(
-                    (
-                        "MissingDevice",
-                        f"device {result.driver}/{result.pool}/{result.device} "
-                        "is not in the newest generation of its pool",
-                    )
-                )
-            else:
-                out.problems.append(
-                    (
-                        "MissingResourceSlice",
-                        f"no ResourceSlice publishes pool "
-                        f"{result.driver}/{result.pool} (device {result.device})",
-                    )
-                )
+            out.problems.append(_missing(catalog, result))
             continue
-        for resource, mapping in device.mappings.items():
+        for resource, mapping in device.mappings_in(release).items():
             if mapping.multiplier is not None:
-                amount = _mapped(mapping.capacity_key, mapping.multiplier, result.consumed, result.driver)
-                if isinstance(amount, str):
-                    out.problems.append(
-                        ("CapacityKeyWithoutConsumedCapacity", f"device {result.device}: {amount}")
-                    )
-                elif amount is not None:
+                out.mapped = True
+                amount = _mapped(mapping, result, release, out.problems)
+                if amount is not None:
+                    out.entry = True
                     add_into(out.mapping, {resource: amount})
                     if zone is not None:
                         add_into(out.by_zone.setdefault(zone, {}), {resource: amount})
             if mapping.per_pod is not None:
+                out.entry = True
                 add_into(out.per_pod, {resource: mapping.per_pod})
             if mapping.per_container is not None:
+                out.entry = True
                 add_into(out.per_container, {resource: mapping.per_container})
     return out
 
 
+def _missing(catalog: Catalog, result: AllocationResult) -> tuple[str, str]:
+    where = f"{result.driver}/{result.pool}"
+    invalid = catalog.pool_invalid(result.pool_key)
+    if invalid:
+        return "InvalidPool", f"pool {where} is invalid ({invalid}): device {result.device} resolves to nothing"
+    if catalog.pool_exists(result.pool_key):
+        return "MissingDevice", f"device {where}/{result.device} is not in the newest generation of its pool"
+    return "MissingResourceSlice", f"no ResourceSlice publishes pool {where} (device {result.device})"
+
+
 def _mapped(
-    key: str | None, multiplier: Quantity, consumed: dict[str, Quantity] | None, driver: str
-) -> Quantity | str | None:
+    mapping: DeviceMapping, result: AllocationResult, release: Release, problems: list[tuple[str, str]]
+) -> Quantity | None:
+    """Rules 3 to 5: what one result charges through one mapping (None: nothing)."""
+    multiplier = mapping.multiplier
+    assert multiplier is not None
+    key = mapping.capacity_key
     if key is None:
         return multiplier
-    if consumed is None:
-        return f"mapping uses capacityKey {key!r} but the allocation result has no consumedCapacity"
-    amount = lookup_qualified(consumed, key, driver)
-    return amount.times(multiplier) if amount is not None else None
+    if result.consumed is None:
+        problems.append(("CapacityKeyWithoutConsumedCapacity", f"device {result.device}: mapping uses capacityKey "
+                         f"{key!r} but the allocation result has no consumedCapacity"))
+        return None
+    amount = lookup_consumed(result.consumed, key, result.driver, release)
+    if amount is None:
+        return None
+    if amount < ZERO:
+        refused = release == "v1.38"
+        problems.append(("NegativeConsumedCapacity", f"device {result.device}: consumedCapacity {key!r} is "
+                         f"{amount}" + ("; kube-scheduler v1.38 refuses it (a Filter error): nothing is counted"
+                                        if refused else "; kube-scheduler charges it as it is")))
+        if refused:
+            return None
+    return amount.times(multiplier)

@@ -14,8 +14,9 @@ A release needs positive evidence, never the mere absence of a problem seen so f
 4. An allocated claim must resolve: every device of its results published in the newest generation of a
    complete pool. Otherwise the pod is held (``ClaimUnresolved``): its charge would be unknown.
 5. When the pod's claims are already allocated, it may only go to their node(s): each must be Ready (a node
-   of ours not seen at all is not), and the pod's footprint (claims included) must fit in the node's
-   ``free``; otherwise it stays gated with a reason.
+   of ours not seen at all is not), and the pod's footprint (claims included, each with its mapping) must fit in
+   the node's ``free`` and in what the scheduler leaves free (``schedulerRequested``: it binds only what fits
+   there), in the scheduler's units; otherwise it stays gated with a reason.
 6. Only our gate is removed; other controllers' gates stay. The patch is guarded by ``resourceVersion``.
 """
 
@@ -25,14 +26,15 @@ from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from draledger.core.accounting.catalog import Catalog
-from draledger.core.accounting.contributions import contribution
-from draledger.core.accounting.footprints import Resources, add_into, footprint
+from draledger.core.accounting.contributions import STALE_REASONS
+from draledger.core.accounting.footprints import NO_CHARGE, DraCharge, footprint
+from draledger.core.accounting.uses import UseCatalog, claim_uses, dra_charge
+from draledger.core.phases import SAFE
 from draledger.core.quantities import ZERO, Quantity, scheduler_units
 from draledger.core.views import PodView
 from draledger.core.views.pods import GATE as GATE
 
-SAFE_PHASE = "Ready"
+SAFE_PHASE = SAFE  # only a Ready ledger vouches for its node (core.phases, rule 2)
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
@@ -40,6 +42,7 @@ REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 class NodeStanding:
     phase: str
     free: Mapping[str, int]  # in the scheduler's units (ResourceLine.free_units)
+    scheduler_free: Mapping[str, int] | None = None  # what NodeInfo leaves (ResourceLine.scheduler_free_units)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,33 +55,28 @@ class Decision:
 
 
 def _claims_charge(
-    pod: PodView, catalog: Catalog, numa_attributes: tuple[str, ...]
-) -> tuple[Resources, set[str] | None, list[str], list[str]]:
-    """The DRA part of the pod's footprint, the nodes its allocated claims pin it to (None: unpinned), the
-    claims it names that are not in the catalog yet, and why its allocated claims do not resolve."""
-    charge: Resources = {}
+    pod: PodView, catalog: UseCatalog, numa_attributes: tuple[str, ...]
+) -> tuple[DraCharge, set[str] | None, list[str], list[str]]:
+    """The DRA part of the pod's footprint (its allocated claims, each with its mapping: the pod will carry it),
+    the nodes its allocated claims pin it to (None: unpinned), the claims it names that are not in the catalog
+    yet, and why its allocated claims do not resolve."""
+    shares: list[DraCharge] = []
     unseen: list[str] = []
     unresolved: list[str] = []
     pinned: set[str] | None = None
-    seen: set[str] = set()
-    for pod_claim in pod.claims:
-        if pod_claim.claim_name is None or pod_claim.claim_name in seen:
-            continue
-        seen.add(pod_claim.claim_name)
-        claim = catalog.claim((pod.namespace, pod_claim.claim_name))
-        if claim is None:
-            unseen.append(f"{pod.namespace}/{pod_claim.claim_name}")
+    for use in claim_uses(pod, catalog, numa_attributes):
+        claim, contrib = use.claim, use.contribution
+        where = f"{use.key[0]}/{use.key[1]}"
+        if claim is None or contrib is None:
+            unseen.append(where)
             continue
         if not claim.allocated:
             continue
         if claim.allocation_nodes:
             nodes = set(claim.allocation_nodes)
             pinned = nodes if pinned is None else pinned & nodes
-        contrib = contribution(claim, catalog, numa_attributes)
-        where = f"{pod.namespace}/{pod_claim.claim_name}"
         if not contrib.resolved:
-            missing = [message for reason, message in contrib.problems if reason.startswith("Missing")]
-            unresolved.extend(f"{where}: {message}" for message in missing)
+            unresolved.extend(f"{where}: {message}" for reason, message in contrib.problems if reason in STALE_REASONS)
             continue
         incomplete = sorted(
             {f"{r.driver}/{r.pool}" for r in claim.results if not catalog.pool_complete(r.pool_key)}
@@ -86,8 +84,8 @@ def _claims_charge(
         if incomplete:
             unresolved.append(f"{where}: pool {', '.join(incomplete)} is incomplete")
             continue
-        add_into(charge, contrib.pod_share(len(pod_claim.containers), with_mapping=True))
-    return charge, pinned, unseen, unresolved
+        shares.append(use.share(with_mapping=True))
+    return dra_charge(shares) if shares else NO_CHARGE, pinned, unseen, unresolved
 
 
 def _fits(needed: Mapping[str, Quantity], free: Mapping[str, int]) -> bool:
@@ -95,10 +93,16 @@ def _fits(needed: Mapping[str, Quantity], free: Mapping[str, int]) -> bool:
     return all(scheduler_units(name, q) <= free.get(name, 0) for name, q in needed.items() if q > ZERO)
 
 
+def _room(needed: Mapping[str, Quantity], standing: NodeStanding) -> bool:
+    """Rule 5: room in the ledger's own account and in what the scheduler charges (it binds only what fits
+    there)."""
+    return _fits(needed, standing.free) and (standing.scheduler_free is None or _fits(needed, standing.scheduler_free))
+
+
 def decide(
     pod: PodView,
     nodes: Mapping[str, NodeStanding],
-    catalog: Catalog,
+    catalog: UseCatalog,
     *,
     rebuilt: bool,
     cluster_frozen: bool,
@@ -124,7 +128,7 @@ def decide(
             return Decision(
                 False, "ClaimsOnDifferentNodes", "the pod's allocated claims are on different nodes"
             )
-        needed = footprint(pod, charge, catalog.api)
+        needed = footprint(pod, charge, catalog.release)
         usable = [
             n for n in sorted(pinned) if n in outside or (n in nodes and nodes[n].phase == SAFE_PHASE)
         ]
@@ -134,7 +138,7 @@ def decide(
                 "NodeUnavailable",
                 f"its claims' node(s) {', '.join(sorted(pinned))} are not Ready (or not seen)",
             )
-        roomy = [n for n in usable if n in outside or _fits(needed, nodes[n].free)]
+        roomy = [n for n in usable if n in outside or _room(needed, nodes[n])]
         if not roomy:
             wanted = ", ".join(f"{r}={q}" for r, q in sorted(needed.items()) if q > ZERO)
             return Decision(False, "NoRoom", f"no room for its footprint ({wanted}) on {', '.join(usable)}")

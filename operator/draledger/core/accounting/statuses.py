@@ -1,66 +1,67 @@
 """The ``status.nodeAllocatableResourceClaimStatuses`` the scheduler would have written for a pod.
 
-Rules (kube-scheduler's DynamicResources plugin):
-1. One entry per claim that has at least one allocated device with node-allocatable mappings, sorted by
-   ``resourceClaimName`` (the real ResourceClaim name, the generated one for template claims).
-2. ``containers``: the init containers, then the containers, in spec order, one entry per reference
-   (scheduler v1.36 lists a container that names the claim twice twice, and v1.36 stores that). v1.37's API
-   refuses the duplicate (the scheduler then fails the pod for ever): in the v1.37 shape each container once.
-3. v1.36 shape: ``resources`` (the mapping part). v1.37 shape: ``mapping`` and ``overhead`` lists, sorted by
-   resource name.
-4. Only when every claim of the pod resolves, and no mapped claim is shared across pods (overhead-only
-   claims may be shared in v1.37): otherwise there is no single right answer, and nothing is written.
+Rules (kube-scheduler's DynamicResources plugin, ``buildNodeAllocatableDRAInfo``):
+1. One entry per claim the scheduler charges something for (``Contribution.entry``: a mapping that charged, or
+   an overhead), sorted by ``resourceClaimName`` (the real ResourceClaim name, the generated one for template
+   claims). v1.36.3 writes entries only for the claims allocated in the pod's own scheduling cycle; the ledger
+   writes them for every allocated claim, as v1.37 does (docs/accounting.md lists the difference).
+2. ``containers``: one per reference, init containers first, in spec order (accounting.uses). The v1.37 and v1.38
+   API refuses a container listed twice (v1.37.2 and v1.38.0-beta.0 still write it, and then fail the pod for ever):
+   in their shape each container once.
+3. v1.36 shape: ``resources`` (the mapping part). v1.37 shape (v1.37, v1.38): ``mapping`` and ``overhead`` lists,
+   sorted by resource name.
+4. The claim that satisfied the pod's extended resources: v1.38 writes it under its real name with
+   ``containers: []``; earlier releases cannot store such an entry (their API refuses the name), so there is no
+   right answer to write.
+5. Only when every claim of the pod resolves, and no mapped claim is shared across pods (overhead-only claims may
+   be shared): otherwise there is no single right answer, and nothing is written.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from draledger.core.accounting.catalog import Catalog
-from draledger.core.accounting.contributions import contribution
+from draledger.core.accounting.uses import UseCatalog, claim_uses
+from draledger.core.releases import status_shape
 from draledger.core.views import PodView
 
 
 def planned_statuses(
-    pod: PodView, catalog: Catalog, shape: str, numa_attributes: tuple[str, ...]
+    pod: PodView, catalog: UseCatalog, numa_attributes: tuple[str, ...]
 ) -> list[dict[str, Any]] | None:
-    """The entries to write, ``[]`` when the scheduler would write none, or None when unsure."""
-    entries: dict[str, dict[str, Any]] = {}
-    for pod_claim in pod.claims:
-        if pod_claim.claim_name is None:
+    """The entries to write, ``[]`` when the scheduler would write none, or None when unsure (rules 1 to 5)."""
+    release = catalog.release
+    shape = status_shape(release)
+    if any(c.claim_name is None for c in pod.claims):
+        return None
+    entries: list[dict[str, Any]] = []
+    for use in claim_uses(pod, catalog, numa_attributes):
+        claim, contrib = use.claim, use.contribution
+        if claim is None or contrib is None or not claim.allocated:
             return None
-        key = (pod.namespace, pod_claim.claim_name)
-        claim = catalog.claim(key)
-        if claim is None or not claim.allocated:
-            return None
-        contrib = contribution(claim, catalog, numa_attributes)
-        if not contrib.resolved or contrib.problems or (contrib.mapping and len(catalog.consumers(key)) > 1):
+        if not contrib.resolved or contrib.problems or (contrib.mapped and len(use.consumers) > 1):
             return None  # a mapped claim shared by several pods has no single right answer
-        devices = [catalog.device(r.pool_key, r.device) for r in claim.results]
-        if not any(d is not None and d.mappings for d in devices):
+        if not contrib.entry:
             continue
-        entry = entries.setdefault(
-            pod_claim.claim_name, {"resourceClaimName": pod_claim.claim_name, "containers": []}
-        )
-        if shape == "v1.37":
-            entry["containers"] += [c for c in pod_claim.containers if c not in entry["containers"]]
-        else:
-            entry["containers"] += pod_claim.references
-        if shape == "v1.37":
-            if contrib.mapping:
-                entry["mapping"] = [
-                    {"name": r, "quantity": str(q)} for r, q in sorted(contrib.mapping.items())
-                ]
-            overhead = []
-            for name in sorted(contrib.per_pod.keys() | contrib.per_container.keys()):
-                item: dict[str, str] = {"name": name}
-                if name in contrib.per_pod:
-                    item["perPod"] = str(contrib.per_pod[name])
-                if name in contrib.per_container:
-                    item["perContainer"] = str(contrib.per_container[name])
-                overhead.append(item)
-            if overhead:
-                entry["overhead"] = overhead
-        else:
-            entry["resources"] = {r: str(q) for r, q in sorted(contrib.mapping.items())}
-    return [entries[name] for name in sorted(entries)]
+        if use.extended and release != "v1.38":
+            return None
+        name = use.key[1]
+        if shape == "v1.36":
+            entries.append({"resourceClaimName": name, "containers": list(use.references),
+                            "resources": {r: str(q) for r, q in sorted(contrib.mapping.items())}})
+            continue
+        entry: dict[str, Any] = {"resourceClaimName": name, "containers": list(use.containers)}
+        if contrib.mapping:
+            entry["mapping"] = [{"name": r, "quantity": str(q)} for r, q in sorted(contrib.mapping.items())]
+        overhead = []
+        for resource in sorted(contrib.per_pod.keys() | contrib.per_container.keys()):
+            item: dict[str, str] = {"name": resource}
+            if resource in contrib.per_pod:
+                item["perPod"] = str(contrib.per_pod[resource])
+            if resource in contrib.per_container:
+                item["perContainer"] = str(contrib.per_container[resource])
+            overhead.append(item)
+        if overhead:
+            entry["overhead"] = overhead
+        entries.append(entry)
+    return sorted(entries, key=lambda e: e["resourceClaimName"])

@@ -1,13 +1,13 @@
 """Per-node running sums of the pods' claim-free footprints, kept as pods come, change and go.
 
 Rules:
-1. ``podRequests`` is the sum, over every counted pod of the node, of its claim-free footprint; the pods
-   without claims add that same footprint to ``requested``. ``NodeSums`` keeps the claim-free footprints
-   summed apart for pods without and with claims, so a ledger needs to visit only the pods a sum cannot stand
-   for: claims, claim statuses or problems (``needs_visit``).
+1. ``podRequests`` is the sum, over every counted pod of the node, of its claim-free footprint; the plain pods
+   (no claims, no claim statuses) add that same footprint to ``requested`` and to what the scheduler charges.
+   ``NodeSums`` keeps the claim-free footprints summed apart for plain pods and the others, so a ledger needs to
+   visit only the pods a sum cannot stand for: claims, claim statuses or problems (``needs_visit``).
 2. Sums are whole numbers of nano-units: exact in any order, so adding and removing in any order gives what
    one pass over the pods gives (the differential tests hold the two equal after every event).
-3. The pods without claims are also summed in kube-scheduler's units, each pod rounded up on its own.
+3. The plain pods are also summed in kube-scheduler's units, each pod rounded up on its own.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from draledger.core.accounting.catalog import PodKey
 from draledger.core.accounting.footprints import plain_footprint
 from draledger.core.quantities import Quantity, scheduler_units
+from draledger.core.releases import Release
 from draledger.core.views import PodView
 
 __all__ = ["NodeSums", "needs_visit"]
@@ -44,14 +45,14 @@ class NodeSums:
     __slots__ = ("claimed", "claimless", "claimless_units", "special")
 
     def __init__(self) -> None:
-        self.claimless: dict[str, int] = {}  # nanos: claim-free footprints of the pods without claims
-        self.claimed: dict[str, int] = {}  # nanos: claim-free footprints of the pods with claims
-        self.claimless_units: dict[str, int] = {}  # the pods without claims, in the scheduler's units
+        self.claimless: dict[str, int] = {}  # nanos: footprints of the plain pods (rule 1)
+        self.claimed: dict[str, int] = {}  # nanos: claim-free footprints of the others
+        self.claimless_units: dict[str, int] = {}  # the plain pods, in the scheduler's units
         self.special: dict[PodKey, PodView] = {}  # pods the ledger visits (needs_visit)
 
-    def add(self, pod: PodView, api: str, sign: int = 1) -> None:
-        plain = plain_footprint(pod, api)
-        if pod.claims:
+    def add(self, pod: PodView, release: Release, sign: int = 1) -> None:
+        plain = plain_footprint(pod, release)
+        if pod.claims or pod.claim_statuses:
             _apply(self.claimed, plain, sign)
         else:
             _apply(self.claimless, plain, sign)
@@ -61,5 +62,5 @@ class NodeSums:
         elif needs_visit(pod):
             self.special[pod.key] = pod
 
-    def remove(self, pod: PodView, api: str) -> None:
-        self.add(pod, api, -1)
+    def remove(self, pod: PodView, release: Release) -> None:
+        self.add(pod, release, -1)

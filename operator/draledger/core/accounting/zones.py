@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from draledger.core.accounting.catalog import PoolKey
-from draledger.core.accounting.footprints import Resources, add_into
+from draledger.core.releases import Release
+from draledger.core.resources import Resources, add_into
 from draledger.core.views import DeviceView
 
 DEFAULT_NUMA_ATTRIBUTES: tuple[str, ...] = (
@@ -34,21 +35,22 @@ def zone_of(device: DeviceView, driver: str, attributes: tuple[str, ...]) -> int
 
 
 def zone_capacity(
-    devices: Iterable[tuple[PoolKey, DeviceView]], attributes: tuple[str, ...]
+    devices: Iterable[tuple[PoolKey, DeviceView]], attributes: tuple[str, ...], release: Release
 ) -> dict[int, Resources]:
-    """Σ per zone of what each device's mappings would charge if the device were wholly allocated."""
+    """Σ per zone of what each device's mappings (those the release counts) would charge if the device were
+    wholly allocated: ``capacity[capacityKey] × multiplier``, or the multiplier."""
     zones: dict[int, Resources] = {}
     for (driver, _pool), device in devices:
         zone = zone_of(device, driver, attributes)
         if zone is None:
             continue
-        for resource, mapping in device.mappings.items():
+        for resource, mapping in device.mappings_in(release).items():
             if mapping.multiplier is None:
                 continue
             if mapping.capacity_key is None:
                 amount = mapping.multiplier
             else:
-                capacity = device.capacity_of(mapping.capacity_key, driver)
+                capacity = device.capacity_of(mapping.capacity_key)
                 if capacity is None:
                     continue
                 amount = capacity.times(mapping.multiplier)

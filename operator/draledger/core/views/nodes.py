@@ -1,4 +1,4 @@
-"""Nodes: name, UID, allocatable and readiness. Everything else on a Node is ignored."""
+"""Nodes: name, UID, allocatable, readiness, labels and kubelet version. Everything else on a Node is ignored."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ class NodeView:
     ready_reason: str
     labels: dict[str, str]
     problems: tuple[Problem, ...] = ()
+    kubelet_version: str = ""  # status.nodeInfo.kubeletVersion: a lower bound of the release (core.releases)
 
 
 def read_node(raw: AbstractMapping[str, Any]) -> NodeView:
@@ -37,6 +38,7 @@ def read_node(raw: AbstractMapping[str, Any]) -> NodeView:
     labels = {
         k: v for k, v in reader.mapping(meta.get("labels"), "metadata.labels").items() if isinstance(v, str)
     }
+    info = reader.mapping(status.get("nodeInfo"), "status.nodeInfo")
     return NodeView(
         name=reader.ref.name,
         uid=reader.string(meta.get("uid"), "metadata.uid"),
@@ -45,4 +47,5 @@ def read_node(raw: AbstractMapping[str, Any]) -> NodeView:
         ready_reason=reason,
         labels=labels,
         problems=tuple(reader.problems),
+        kubelet_version=reader.string(info.get("kubeletVersion"), "status.nodeInfo.kubeletVersion"),
     )

@@ -1,25 +1,29 @@
 """Pods: what the ledger needs of a Pod, and nothing more (about 1 KiB retained per pod).
 
 Retained: identity, node, phase, the ordinary requests already aggregated as kube-scheduler aggregates them
-(component-helpers ``resource.AggregateContainerRequests``), pod-level requests, overhead, the pod's claims
-with the containers that reference each, the ``status.nodeAllocatableResourceClaimStatuses`` the scheduler
-wrote (both shapes), scheduling gates (and, for a pod held by the product's own gate, what its release needs),
-and, only for a pod resized in place, what its status says of it.
+(component-helpers ``resource.AggregateContainerRequests``), pod-level requests, overhead, the ResourceClaims the pod
+uses with the containers that reference each, the ``status.nodeAllocatableResourceClaimStatuses`` the scheduler wrote
+(both shapes), scheduling gates (and, for a pod held by the product's own gate, what its release needs), and, only
+for a pod resized in place, what its status says of it; for a pod that uses claims, its containers one by one
+(``layout``: v1.38 places claim overhead per container).
 
 Rules:
 1. Container requests default to limits where only a limit is given, as the API server's defaulting does.
 2. Ordinary requests: ``max(Σ containers + Σ restartable init containers, max over regular init containers
-   of (its request + the restartable init containers declared before it))``.
-3. A claim's ``containers`` list one entry per reference (``resources.claims[]`` entry), init containers
-   first, in spec order: a container that names the claim twice (through two of its requests) is listed
-   twice, as the scheduler lists it.
-4. In-place resize (the scheduler reads ``status`` with InPlacePodVerticalScaling on): the view keeps, per
-   release, what the scheduler charges instead of the spec. v1.36: each container (and sidecar) whose status
-   has ``resources`` counts ``max(spec, actuated, allocated)`` (without spec when the resize is Infeasible).
-   v1.37: the aggregate is ``max(spec, actuated, allocated)`` of three aggregates, the claims added to the
-   spec and allocated ones only; pod-level status maps, when the kubelet wrote them, stand for the last two.
-5. Pod-level requests: only cpu, memory and hugepages-* (``IsSupportedPodLevelResource``); with the pod's
-   ``status.resources``, the effective pod-level request is ``max(spec, actuated, allocated)`` too.
+   of (its request + the restartable init containers declared before it))`` (``core.resources.aggregate``).
+3. ``claims`` lists each ResourceClaim the pod uses once: ``spec.resourceClaims`` entries that name the same claim
+   are one (kube-scheduler keys its status by claim), with ``references`` one container name per
+   ``resources.claims[]`` entry naming any of them, init containers first, in spec order: a container that names
+   the claim twice is listed twice, as the scheduler lists it. A template claim not generated yet stays one entry
+   of its own (``claim_name`` None). The claim that satisfied the pod's extended resources
+   (``status.extendedResourceClaimStatus``) is one more, referenced by no container (``extended``).
+4. In-place resize (the scheduler reads ``status``): the view keeps what each release's aggregate needs. v1.36: each
+   container (and sidecar) whose status has ``resources`` counts ``max(spec, actuated, allocated)`` (without spec when
+   the resize is Infeasible). v1.37 and v1.38: ``max(spec, actuated, allocated)`` of three aggregates (the claims are
+   the footprint's business); pod-level status maps, when the kubelet wrote both, stand for the last two.
+5. Pod-level requests: only cpu, memory and hugepages-* (``IsSupportedPodLevelResource``). With ``status.resources``
+   the effective pod-level request is ``max(spec, actuated, allocated)`` (spec left out when Infeasible): v1.36 for
+   the names the spec sets (a name the maximum lacks is 0), v1.37 and v1.38 for every supported name in it.
 6. Every defect is a named problem; nothing raises.
 7. Pods of one template request the same: equal ordinary requests share one dict (``shared``; views never
    change), up to ``SHARED_CAP`` distinct ones. It is most of what a pod's requests cost in memory.
@@ -28,12 +32,13 @@ Rules:
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable
 from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from draledger.core.quantities import Quantity
+from draledger.core.quantities import ZERO, Quantity
+from draledger.core.resources import Entry, aggregate, maximum
 from draledger.core.views.problems import Problem, Reader, ref_of
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -42,12 +47,13 @@ Requests = dict[str, Quantity]
 
 
 class PodClaim(NamedTuple):
-    """One ``spec.resourceClaims[]`` entry, resolved to a ResourceClaim name where possible."""
+    """One ResourceClaim the pod uses (rule 3), resolved to its name where possible."""
 
-    name: str  # the pod's own name for the claim
+    name: str  # the pod's own name for the claim (its first spec.resourceClaims entry); "" for ``extended``
     claim_name: str | None  # the ResourceClaim object's name; None while a template claim is not generated
     from_template: bool
     references: tuple[str, ...]  # one container name per reference, init containers first (rule 3)
+    extended: bool = False  # the claim of status.extendedResourceClaimStatus: no container references it
 
     @property
     def containers(self) -> tuple[str, ...]:
@@ -81,11 +87,19 @@ class Resize(NamedTuple):
     """What the status of a pod resized in place changes in what the scheduler charges (rules 4 and 5)."""
 
     effective136: Requests  # v1.36: the aggregate with each resized container's max(spec, actuated, allocated)
-    allocated137: Requests  # v1.37: the aggregate of allocated requests (or the pod-level map)
-    actuated137: Requests  # v1.37: the aggregate of actuated requests (or the pod-level map)
-    pod_level_maps: bool  # v1.37: the two above are the pod-level status maps (the claims are in them)
+    allocated137: Requests  # v1.37+: the aggregate of allocated requests (or the pod-level map)
+    actuated137: Requests  # v1.37+: the aggregate of actuated requests (or the pod-level map)
+    pod_level_maps: bool  # v1.37+: the two above are the pod-level status maps (the claims are in them)
     infeasible: bool  # PodResizePending=Infeasible: the spec does not count
-    pod_level: Requests | None  # effective pod-level requests, from the pod's status.resources
+    pod_level136: Requests | None  # v1.36's effective pod-level requests (rule 5); None: no status.resources
+    pod_level137: Requests | None  # v1.37+'s, every supported name of the maximum (rule 5)
+
+
+class Layout(NamedTuple):
+    """A claim-using pod's containers one by one, for v1.38's per-container placement of claim overhead."""
+
+    spec: tuple[Entry, ...]  # each container's requests, in spec order (init containers first)
+    allocated: tuple[Entry, ...] | None  # containerAllocatedRequests per container; None: nothing resized
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +130,7 @@ class PodView(NamedTuple):
     key: tuple[str, str]  # (namespace, name), built once: every index shares this one tuple
     problems: tuple[Problem, ...] = ()
     resize: Resize | None = None
+    layout: Layout | None = None  # only for pods that use claims or carry claim statuses
 
     @property
     def counted(self) -> bool:
@@ -142,54 +157,6 @@ def shared(requests: Requests) -> Requests:
     return requests
 
 
-def add_into(total: Requests, more: AbstractMapping[str, Quantity]) -> None:
-    for name, quantity in more.items():
-        current = total.get(name)
-        total[name] = quantity if current is None else current + quantity
-
-
-def max_into(total: Requests, other: AbstractMapping[str, Quantity]) -> None:
-    for name, quantity in other.items():
-        current = total.get(name)
-        if current is None or quantity > current:
-            total[name] = quantity
-
-
-def maximum(*lists: AbstractMapping[str, Quantity] | None) -> Requests:
-    out: Requests = {}
-    for requests in lists:
-        if requests is not None:
-            max_into(out, requests)
-    return out
-
-
-def aggregate_containers(containers: Iterable[Requests], init_containers: Iterable[tuple[Requests, bool]]) -> Requests:
-    """The ordinary (claim-free, overhead-free) requests of a pod; init entries are (requests, restartable)."""
-    requests: Requests = {}
-    for container in containers:
-        add_into(requests, container)
-    sidecars: Requests = {}
-    peak: Requests = {}
-    for container, restartable in init_containers:
-        if restartable:
-            add_into(requests, container)
-            add_into(sidecars, container)
-            max_into(peak, sidecars)
-        else:
-            combined = dict(container)
-            add_into(combined, sidecars)
-            max_into(peak, combined)
-    max_into(requests, peak)
-    return requests
-
-
-class _Container(NamedTuple):
-    name: str
-    spec: Requests
-    init: bool
-    restartable: bool
-
-
 class _Status(NamedTuple):
     resources: bool  # the status has ``resources`` (what v1.36 looks at)
     actuated: Requests | None  # status.resources.requests (None: absent)
@@ -205,8 +172,8 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
     spec = reader.mapping(raw.get("spec"), "spec")
     status = reader.mapping(raw.get("status"), "status")
 
-    references: dict[str, list[str]] = {}
-    containers: list[_Container] = []
+    references: list[tuple[str, str]] = []  # (the pod's claim name, container), in spec order (rule 3)
+    containers: list[Entry] = []
     for field_name in ("initContainers", "containers"):
         init = field_name == "initContainers"
         for index, container in enumerate(reader.items(spec.get(field_name), f"spec.{field_name}")):
@@ -217,39 +184,19 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
             requests = reader.quantities(resources.get("requests"), f"{path}.resources.requests")
             for name, limit in reader.quantities(resources.get("limits"), f"{path}.resources.limits").items():
                 requests.setdefault(name, limit)
-            containers.append(_Container(cname, requests, init, init and container.get("restartPolicy") == "Always"))
+            containers.append(Entry(cname, requests, init, init and container.get("restartPolicy") == "Always"))
             for cindex, ref in enumerate(reader.items(resources.get("claims"), f"{path}.resources.claims")):
                 ref = reader.mapping(ref, f"{path}.resources.claims[{cindex}]")
-                claim = reader.string(ref.get("name"), f"{path}.resources.claims[{cindex}].name")
-                references.setdefault(claim, []).append(cname)
-    ordinary = aggregate_containers(
-        (c.spec for c in containers if not c.init), ((c.spec, c.restartable) for c in containers if c.init)
-    )
-
-    generated: dict[str, str | None] = {}
-    for index, entry in enumerate(reader.items(status.get("resourceClaimStatuses"), "status.resourceClaimStatuses")):
-        entry = reader.mapping(entry, f"status.resourceClaimStatuses[{index}]")
-        name = reader.string(entry.get("name"), f"status.resourceClaimStatuses[{index}].name")
-        value = entry.get("resourceClaimName")
-        generated[name] = value if isinstance(value, str) and value else None
-
-    claims: list[PodClaim] = []
-    for index, entry in enumerate(reader.items(spec.get("resourceClaims"), "spec.resourceClaims")):
-        path = f"spec.resourceClaims[{index}]"
-        entry = reader.mapping(entry, path)
-        name = reader.string(entry.get("name"), f"{path}.name")
-        direct = reader.string(entry.get("resourceClaimName"), f"{path}.resourceClaimName")
-        template = reader.string(entry.get("resourceClaimTemplateName"), f"{path}.resourceClaimTemplateName")
-        claim_name = direct or (generated.get(name) if template else None)
-        if not direct and not template:
-            reader.bad(path, entry, "needs resourceClaimName or resourceClaimTemplateName")
-        claims.append(PodClaim(name, claim_name, bool(template) and not direct, tuple(references.get(name, ()))))
+                references.append((reader.string(ref.get("name"), f"{path}.resources.claims[{cindex}].name"), cname))
+    ordinary = aggregate(containers)
+    claims = _claims(reader, spec, status, references)
+    claim_statuses = _claim_statuses(reader, status)
 
     spec_resources = reader.mapping(spec.get("resources"), "spec.resources")
     pod_level = {
         name: quantity
         for name, quantity in reader.quantities(spec_resources.get("requests"), "spec.resources.requests").items()
-        if name in ("cpu", "memory") or name.startswith("hugepages-")
+        if is_pod_level(name)
     }
     affinity = reader.mapping(spec.get("affinity"), "spec.affinity")
     gates = tuple(
@@ -258,8 +205,15 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
         if isinstance(g, dict) and isinstance(g.get("name"), str)
     )
     namespace = _intern(reader.ref.namespace)
-    resize = _resize(reader, status, containers, pod_level)
+    statuses = _statuses(reader, status)
+    resize = _resize(reader, status, statuses, containers, pod_level)
     overhead = reader.quantities(spec.get("overhead"), "spec.overhead")
+    layout = None
+    if claims or claim_statuses is not None:
+        layout = Layout(tuple(containers), None if resize is None else tuple(
+            Entry(c.name, _allocated(c, statuses.get(c.name), resize.infeasible) or _NONE, c.init, c.restartable)
+            for c in containers
+        ))
     return PodView(
         namespace=namespace,
         name=reader.ref.name,
@@ -270,8 +224,8 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
         ordinary=shared(ordinary),
         pod_level=pod_level or _NONE,
         overhead=overhead or _NONE,
-        claims=tuple(claims),
-        claim_statuses=_claim_statuses(reader, status),
+        claims=claims,
+        claim_statuses=claim_statuses,
         scheduling_gates=gates,
         gate_info=GateInfo(
             created=reader.string(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
@@ -283,7 +237,56 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
         key=(namespace, reader.ref.name),
         problems=tuple(reader.problems),
         resize=resize,
+        layout=layout,
     )
+
+
+def is_pod_level(name: str) -> bool:
+    """A resource pod-level requests may set (``IsSupportedPodLevelResource``): cpu, memory, hugepages-*."""
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+
+def _claims(
+    reader: Reader, spec: AbstractMapping[str, Any], status: AbstractMapping[str, Any],
+    references: list[tuple[str, str]],
+) -> tuple[PodClaim, ...]:
+    """Rule 3: each ResourceClaim once, with every reference to it in spec order."""
+    generated: dict[str, str | None] = {}
+    for index, entry in enumerate(reader.items(status.get("resourceClaimStatuses"), "status.resourceClaimStatuses")):
+        entry = reader.mapping(entry, f"status.resourceClaimStatuses[{index}]")
+        name = reader.string(entry.get("name"), f"status.resourceClaimStatuses[{index}].name")
+        value = entry.get("resourceClaimName")
+        generated[name] = value if isinstance(value, str) and value else None
+    entries: list[tuple[str, str | None, bool]] = []  # (pod's name, claim name, from a template), spec order
+    for index, entry in enumerate(reader.items(spec.get("resourceClaims"), "spec.resourceClaims")):
+        path = f"spec.resourceClaims[{index}]"
+        entry = reader.mapping(entry, path)
+        name = reader.string(entry.get("name"), f"{path}.name")
+        direct = reader.string(entry.get("resourceClaimName"), f"{path}.resourceClaimName")
+        template = reader.string(entry.get("resourceClaimTemplateName"), f"{path}.resourceClaimTemplateName")
+        if not direct and not template:
+            reader.bad(path, entry, "needs resourceClaimName or resourceClaimTemplateName")
+        entries.append((name, direct or (generated.get(name) if template else None), bool(template) and not direct))
+    claim_of = {name: claim_name or f"\0{name}" for name, claim_name, _ in entries}  # unresolved: on its own
+    merged: dict[str, list[str]] = {key: [] for key in claim_of.values()}
+    for pod_name, container in references:
+        key = claim_of.get(pod_name)
+        if key is not None:
+            merged[key].append(container)
+    claims: list[PodClaim] = []
+    seen: set[str] = set()
+    for name, claim_name, from_template in entries:
+        key = claim_of[name]
+        if key not in seen:
+            seen.add(key)
+            claims.append(PodClaim(name, claim_name, from_template, tuple(merged[key])))
+    extended = reader.mapping(status.get("extendedResourceClaimStatus"), "status.extendedResourceClaimStatus")
+    if extended:
+        claim_name = reader.string(extended.get("resourceClaimName"),
+                                   "status.extendedResourceClaimStatus.resourceClaimName")
+        if claim_name and claim_name not in seen:
+            claims.append(PodClaim("", claim_name, False, (), extended=True))
+    return tuple(claims)
 
 
 def _statuses(reader: Reader, status: AbstractMapping[str, Any]) -> dict[str, _Status]:
@@ -314,61 +317,69 @@ def _infeasible(reader: Reader, status: AbstractMapping[str, Any]) -> bool:
     return False
 
 
+def _allocated(c: Entry, found: _Status | None, infeasible: bool) -> Requests | None:
+    """component-helpers ``containerAllocatedRequests`` (v1.37, v1.38)."""
+    if found is not None and found.allocated is not None:
+        return found.allocated
+    return None if infeasible else dict(c.requests)
+
+
+def _actuated(c: Entry, found: _Status | None, infeasible: bool) -> Requests | None:
+    """component-helpers ``containerActuatedRequests`` (v1.37, v1.38)."""
+    if found is not None and found.actuated is not None:
+        return found.actuated
+    if found is not None and found.allocated is not None:
+        return found.allocated
+    return None if infeasible else dict(c.requests)
+
+
 def _resize(
-    reader: Reader, status: AbstractMapping[str, Any], containers: list[_Container], pod_level: Requests
+    reader: Reader, status: AbstractMapping[str, Any], statuses: dict[str, _Status], containers: list[Entry],
+    pod_level: Requests,
 ) -> Resize | None:
     """What the status says of a pod resized in place (rules 4 and 5); None when it says nothing."""
-    statuses = _statuses(reader, status)
+    has_resources = status.get("resources") is not None  # Go: pod.Status.Resources != nil
     pod_resources = reader.mapping(status.get("resources"), "status.resources")
     pod_actuated = (
-        reader.quantities(pod_resources.get("requests"), "status.resources.requests") if pod_resources else None
+        reader.quantities(pod_resources["requests"], "status.resources.requests")
+        if pod_resources.get("requests") is not None else None
     )
     pod_allocated = (
         reader.quantities(status["allocatedResources"], "status.allocatedResources")
         if status.get("allocatedResources") is not None
         else None
     )
-    if not statuses and pod_actuated is None:
+    if not statuses and not has_resources:
         return None
     infeasible = _infeasible(reader, status)
 
     def effective(spec: Requests, actuated: Requests | None, allocated: Requests | None) -> Requests:
         return maximum(None if infeasible else spec, actuated, allocated)
 
-    def v136(c: _Container) -> Requests:
+    def v136(c: Entry) -> Requests:
         found = statuses.get(c.name)
         if found is None or not found.resources or (c.init and not c.restartable):
-            return c.spec
-        return effective(c.spec, found.actuated, found.allocated)
+            return dict(c.requests)
+        return effective(dict(c.requests), found.actuated, found.allocated)
 
-    def allocated(c: _Container) -> Requests:
-        found = statuses.get(c.name)
-        if found is not None and found.allocated is not None:
-            return found.allocated
-        return {} if infeasible else c.spec
-
-    def actuated(c: _Container) -> Requests:
-        found = statuses.get(c.name)
-        if found is not None and found.actuated is not None:
-            return found.actuated
-        if found is not None and found.allocated is not None:
-            return found.allocated
-        return {} if infeasible else c.spec
-
-    def aggregate(requests_of: Any) -> Requests:
-        return aggregate_containers(
-            (requests_of(c) for c in containers if not c.init),
-            ((requests_of(c), c.restartable) for c in containers if c.init),
-        )
+    def each(requests_of: Callable[[Entry, _Status | None, bool], Requests | None]) -> Requests:
+        return aggregate(Entry(c.name, requests_of(c, statuses.get(c.name), infeasible) or _NONE, c.init,
+                               c.restartable) for c in containers)
 
     maps = pod_allocated is not None and pod_actuated is not None
+    level136 = level137 = None
+    if pod_level and has_resources:
+        most = effective(pod_level, pod_actuated, pod_allocated)
+        level136 = {name: most.get(name, ZERO) for name in pod_level}
+        level137 = {name: quantity for name, quantity in most.items() if is_pod_level(name)}
     return Resize(
-        effective136=aggregate(v136),
-        allocated137=pod_allocated if maps and pod_allocated is not None else aggregate(allocated),
-        actuated137=pod_actuated if maps and pod_actuated is not None else aggregate(actuated),
+        effective136=aggregate(Entry(c.name, v136(c), c.init, c.restartable) for c in containers),
+        allocated137=pod_allocated if maps and pod_allocated is not None else each(_allocated),
+        actuated137=pod_actuated if maps and pod_actuated is not None else each(_actuated),
         pod_level_maps=maps,
         infeasible=infeasible,
-        pod_level=effective(pod_level, pod_actuated, pod_allocated) if pod_level and pod_actuated is not None else None,
+        pod_level136=level136,
+        pod_level137=level137,
     )
 
 

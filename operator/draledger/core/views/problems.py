@@ -48,6 +48,11 @@ class Problem:
     obj: ObjectRef | None = None
     field: str = ""
     value: str = ""
+    # The releases whose API refuses (or does not know) what the problem names; None: every release.
+    releases: frozenset[str] | None = None
+
+    def applies(self, release: str) -> bool:
+        return self.releases is None or release in self.releases
 
     def __str__(self) -> str:
         """One printable line, whatever the names and keys hold (a newline in a map key, a lone surrogate)."""
@@ -121,8 +126,11 @@ class Reader:
     ref: ObjectRef
     problems: list[Problem] = field(default_factory=list)
 
-    def bad(self, path: str, value: object, message: str, reason: str = "MalformedField") -> None:
-        self.problems.append(Problem(reason, message, self.ref, path, show(value)))
+    def bad(
+        self, path: str, value: object, message: str, reason: str = "MalformedField",
+        releases: frozenset[str] | None = None,
+    ) -> None:
+        self.problems.append(Problem(reason, message, self.ref, path, show(value), releases))
 
     def identity(self, raw: AbstractMapping[str, Any]) -> AbstractMapping[str, Any]:
         """``metadata``, with a name or namespace that is not a string named (``ref_of`` reads them as

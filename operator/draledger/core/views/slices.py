@@ -2,15 +2,11 @@
 
 Rules:
 1. ``resource.k8s.io/v1`` and ``v1beta2`` carry device fields on the device; ``v1beta1`` under ``basic``.
-2. v1.36 ``nodeAllocatableResourceMappings[r] = {capacityKey?, allocationMultiplier? (default 1)}``;
-   v1.37 ``nodeAllocatableResources[r] = {mapping?: {capacityKey?, capacityMultiplier?, deviceMultiplier?},
-   overhead?: {perPod?, perContainer?}}``. If a device carries both, the v1.37 field wins (a v1.37 server
-   no longer knows the old one).
-3. Keys must be node-allocatable resource names (``cpu``, ``memory``, ``ephemeral-storage``,
-   ``hugepages-<size>``); a negative multiplier or overhead is invalid. Invalid entries are reported as
-   ``InvalidMapping`` problems and dropped; the device's other mappings still count.
-   v1.37 mappings are checked as kube-apiserver checks them: exactly one of ``capacityKey`` and
-   ``deviceMultiplier``; ``capacityMultiplier`` with, and only with, ``capacityKey``; multipliers positive.
+2. A device's mappings are read from both fields, v1.36's ``nodeAllocatableResourceMappings`` and v1.37's
+   ``nodeAllocatableResources``, and checked as each release's kube-apiserver checks them (views.mappings): a
+   view is the same whatever the release, and each release counts what it knows and accepts
+   (``DeviceView.mappings_in``). A slice using a field a release does not know says so once (``UnknownField``).
+3. A capacity key names a capacity of the device exactly (``DeviceView.capacity_of``), in every release.
 4. A republished slice whose devices are byte for byte those it was last read from keeps the devices and
    their problems (``DeviceMemo``, which the operator's runtime owns): drivers republish every device when one
    changes or the pool generation moves, and reading 100 devices costs more than the check.
@@ -27,51 +23,16 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import re
 import sys
 from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
-from draledger.core.quantities import ZERO, Quantity, parse_quantity
+from draledger.core.quantities import Quantity
+from draledger.core.views.mappings import V136, V137_ON, Mapping, read_v136, read_v137
 from draledger.core.views.problems import INT64, Problem, Reader, ref_of
 
-_HUGEPAGES = re.compile(r"hugepages-(.+)")
-ONE = parse_quantity("1")
-
-
-def is_node_allocatable(name: str) -> bool:
-    known = _ALLOCATABLE.get(name)
-    if known is None:
-        known = _is_node_allocatable(name)
-        if len(_ALLOCATABLE) < 4096:
-            _ALLOCATABLE[name] = known
-    return known
-
-
-_ALLOCATABLE: dict[str, bool] = {}  # resource name -> is_node_allocatable (a pure function of the name)
-
-
-def _is_node_allocatable(name: str) -> bool:
-    if name in ("cpu", "memory", "ephemeral-storage"):
-        return True
-    match = _HUGEPAGES.fullmatch(name)
-    if match is None:
-        return False
-    try:
-        return parse_quantity(match[1]).value > 0
-    except ValueError:
-        return False
-
-
-@dataclass(frozen=True, slots=True)
-class Mapping:
-    """How allocating the device charges one node resource."""
-
-    capacity_key: str | None  # consumedCapacity[key] × multiplier; None: multiplier once per result
-    multiplier: Quantity | None  # None: the device has only overhead for this resource
-    per_pod: Quantity | None = None
-    per_container: Quantity | None = None
+_NO_MAPPINGS: dict[str, Mapping] = {}  # the ``legacy`` of almost every device (only ever read)
 
 
 class DeviceView(NamedTuple):
@@ -81,20 +42,19 @@ class DeviceView(NamedTuple):
     attributes: dict[str, int]  # integer attributes only: all the NUMA attributes we know are ints
     capacity: dict[str, Quantity]
     mappings: dict[str, Mapping]
+    legacy: dict[str, Mapping] = _NO_MAPPINGS  # v1.36's field, on a device that carries both fields
 
-    def capacity_of(self, key: str, driver: str) -> Quantity | None:
-        return lookup_qualified(self.capacity, key, driver)
+    def capacity_of(self, key: str) -> Quantity | None:
+        """The capacity a mapping's ``capacityKey`` names: matched exactly, as validation matches it (a mapping
+        whose key names none is refused, views.mappings rule 5)."""
+        return self.capacity.get(key)
 
-
-def lookup_qualified(values: AbstractMapping[str, Quantity], key: str, driver: str) -> Quantity | None:
-    """Find ``key`` where an unqualified name belongs to the driver's own domain (``size`` == ``drv/size``)."""
-    found = values.get(key)
-    if found is not None:
-        return found
-    prefix = driver + "/"
-    if key.startswith(prefix):
-        return values.get(key[len(prefix) :])
-    return values.get(prefix + key)
+    def mappings_in(self, release: str) -> dict[str, Mapping]:
+        """The mappings that count under ``release`` (views.mappings rule 6)."""
+        mappings = self.legacy if self.legacy and release == "v1.36" else self.mappings
+        if all(m.counts_in(release) for m in mappings.values()):
+            return mappings
+        return {resource: m for resource, m in mappings.items() if m.counts_in(release)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +68,7 @@ class SliceView:
     node_name: str
     devices: tuple[DeviceView, ...]
     problems: tuple[Problem, ...] = ()
-    shape: str = "v1.36"  # "v1.37" when any device uses nodeAllocatableResources
+    shape: str = "v1.36"  # "v1.37" when any device uses nodeAllocatableResources (what v1.36 does not know)
 
     @property
     def pool_key(self) -> tuple[str, str]:
@@ -210,19 +170,22 @@ def _read_devices(
 ) -> tuple[tuple[DeviceView, ...], bool]:
     """The devices, and whether any uses the v1.37 field."""
     devices = []
-    v137 = False
+    fields: set[str] = set()
     tables: dict[tuple[Any, ...], dict[str, Any]] = {}  # the slice's distinct tables (rule 5)
     kept = None if keep is None else kept_attributes(keep, driver)
     for index, device in enumerate(reader.items(raw_devices, "spec.devices")):
-        if isinstance(device, dict) and device.get("nodeAllocatableResources") is not None:
-            v137 = True
         path = f"spec.devices[{index}]"
         device = reader.mapping(device, path)
         if basic:
             path += ".basic"
             device = {"name": device.get("name"), **reader.mapping(device.get("basic"), path)}
+        fields.update(field for field in _FIELDS if device.get(field) is not None)
         devices.append(_read_device(reader, device, path, driver, tables, kept))
-    return tuple(devices), v137
+    for field, releases in _FIELDS.items():
+        if field in fields:  # once per slice, not per device (views.mappings rule 1)
+            reader.bad("spec.devices", field, f"{field} is a field kube-apiserver {'/'.join(sorted(releases))} does "
+                       "not know (it drops it): its mappings count nothing there", "UnknownField", releases)
+    return tuple(devices), "nodeAllocatableResources" in fields
 
 
 def kept_attributes(keep: tuple[str, ...], driver: str) -> frozenset[str]:
@@ -254,106 +217,22 @@ def _read_device(
         parsed = reader.quantity(value.get("value"), f"{path}.capacity.{key}.value")
         if parsed is not None:
             capacity[key] = parsed
+    # A device that carries both fields is read in both: each release counts the one it knows (``legacy`` keeps
+    # v1.36's then; kube-apiserver would have dropped one of them).
+    mappings = read_v136(reader, device.get("nodeAllocatableResourceMappings"),
+                         f"{path}.nodeAllocatableResourceMappings", name, capacity)
+    legacy: dict[str, Mapping] = {}
     if device.get("nodeAllocatableResources") is not None:
-        mappings = _read_v137(reader, device["nodeAllocatableResources"], f"{path}.nodeAllocatableResources")
-    else:
-        field = f"{path}.nodeAllocatableResourceMappings"
-        mappings = _read_v136(reader, device.get("nodeAllocatableResourceMappings"), field)
-    for resource, mapping in mappings.items():
-        capacity_key = mapping.capacity_key
-        if capacity_key is not None and lookup_qualified(capacity, capacity_key, driver) is None:
-            reader.bad(
-                f"{path}.capacity",
-                capacity_key,
-                f"capacityKey {capacity_key!r} of the {resource} mapping names no capacity of "
-                f"device {name!r}; its NUMA capacity is unknown",
-                "InvalidMapping",
-            )
+        legacy = mappings
+        mappings = read_v137(reader, device["nodeAllocatableResources"], f"{path}.nodeAllocatableResources", name,
+                             capacity)
     return DeviceView(
         name=name,
         attributes=_shared(tables, "attributes", attributes),
         capacity=_shared(tables, "capacity", capacity),
         mappings=_shared(tables, "mappings", mappings),
+        legacy=_shared(tables, "mappings", legacy) if legacy else _NO_MAPPINGS,
     )
 
 
-def _non_negative(reader: Reader, raw: object, path: str, positive: bool = False) -> Quantity | None:
-    quantity = reader.quantity(raw, path)
-    if quantity is None:
-        return None
-    if quantity < ZERO or (positive and quantity == ZERO):
-        reader.bad(path, raw, "must be " + ("positive" if positive else "non-negative"), "InvalidMapping")
-        return None
-    return quantity
-
-
-def _valid_key(reader: Reader, resource: str, path: str) -> bool:
-    if is_node_allocatable(resource):
-        return True
-    reader.bad(
-        path,
-        resource,
-        "not a node-allocatable resource name (cpu, memory, ephemeral-storage, hugepages-<size>)",
-        "InvalidMapping",
-    )
-    return False
-
-
-def _read_v136(reader: Reader, raw: object, path: str) -> dict[str, Mapping]:
-    out: dict[str, Mapping] = {}
-    for resource, entry in reader.mapping(raw, path).items():
-        where = f"{path}.{resource}"
-        if not _valid_key(reader, resource, where):
-            continue
-        entry = reader.mapping(entry, where)
-        multiplier = ONE
-        if entry.get("allocationMultiplier") is not None:
-            checked = _non_negative(reader, entry["allocationMultiplier"], f"{where}.allocationMultiplier")
-            if checked is None:
-                continue
-            multiplier = checked
-        key = reader.string(entry.get("capacityKey"), f"{where}.capacityKey") or None
-        out[resource] = Mapping(key, multiplier)
-    return out
-
-
-def _read_v137(reader: Reader, raw: object, path: str) -> dict[str, Mapping]:
-    out: dict[str, Mapping] = {}
-    for resource, entry in reader.mapping(raw, path).items():
-        where = f"{path}.{resource}"
-        if not _valid_key(reader, resource, where):
-            continue
-        entry = reader.mapping(entry, where)
-        key: str | None = None
-        multiplier: Quantity | None = None
-        if entry.get("mapping") is not None:
-            mapping = reader.mapping(entry["mapping"], f"{where}.mapping")
-            key = reader.string(mapping.get("capacityKey"), f"{where}.mapping.capacityKey") or None
-            if key and mapping.get("deviceMultiplier") is not None:
-                reader.bad(f"{where}.mapping", mapping, "exactly one of capacityKey and deviceMultiplier may be "
-                           "set; the mapping is ignored", "InvalidMapping")
-                continue
-            if not key and mapping.get("capacityMultiplier") is not None:
-                reader.bad(f"{where}.mapping.capacityKey", None, "capacityMultiplier needs a capacityKey; the "
-                           "mapping is ignored", "InvalidMapping")
-                continue
-            field = "capacityMultiplier" if key else "deviceMultiplier"
-            if mapping.get(field) is None:
-                reader.bad(f"{where}.mapping.{field}", None, "missing; taken as 1", "InvalidMapping")
-                multiplier = ONE
-            else:
-                multiplier = _non_negative(reader, mapping[field], f"{where}.mapping.{field}", positive=True)
-                if multiplier is None:
-                    continue
-        per_pod = per_container = None
-        if entry.get("overhead") is not None:
-            overhead = reader.mapping(entry["overhead"], f"{where}.overhead")
-            if overhead.get("perPod") is not None:
-                per_pod = _non_negative(reader, overhead["perPod"], f"{where}.overhead.perPod")
-            if overhead.get("perContainer") is not None:
-                per_container = _non_negative(reader, overhead["perContainer"], f"{where}.overhead.perContainer")
-        if multiplier is None and per_pod is None and per_container is None:
-            reader.bad(where, entry, "needs a mapping or an overhead", "InvalidMapping")
-            continue
-        out[resource] = Mapping(key, multiplier, per_pod, per_container)
-    return out
+_FIELDS: Final = {"nodeAllocatableResourceMappings": V137_ON, "nodeAllocatableResources": V136}

@@ -39,8 +39,8 @@ Convergence: the stored ledgers equal ``audit`` of the store's Nodes, Pods, Reso
     generation is below the newest the timeline ever stored, the expected ledgers are computed from that
     newest version with the refusal as a flag (``Flags(rejected_slices=...)``), exactly the operator's view;
     an operator process started after the regression never saw the newest version, only the refusal its
-    ledger keeps, so for it the slice is left out (its devices are missing). ``rejectedSlices`` is compared
-    too.
+    ledger keeps, so for it the stored version counts (as a recompute of the stored objects does), with the
+    refusal as a flag. ``rejectedSlices`` is compared too.
 
 No request loop: once converged, a quiet window with no changes sees no PATCH, POST, PUT or DELETE at all.
 """
@@ -327,9 +327,8 @@ def expected_ledgers(emulator: ClusterEmulator, regressed: Mapping[str, Regressi
                 pool = newer["spec"]["pool"]
                 refusals.append((RejectedSlice(name, newer["spec"]["driver"], pool["name"], pool["generation"],
                                                obj["spec"]["pool"]["generation"]), newer["spec"].get("nodeName", "")))
-                if not regressed[name].seen:
-                    continue
-                obj = newer
+                if regressed[name].seen:
+                    obj = newer
             items.append(obj)
     loaded = load(items, "store")
     state = loaded.state

@@ -12,7 +12,9 @@ Rules:
 5. Flags that belong to other parts come from them: a ledger's freeze from what is stored (the writer's
    mirror), the pod-status backfill's condition from the backfill; ``flags`` takes both.
 6. A ResourceSlice whose pool generation goes back is refused, and the refusal is kept per slice (and in
-   the ledgers, which seed it again after a restart) until the driver publishes the generation again.
+   the ledgers, which seed it again after a restart) until the driver publishes the generation again. A process
+   that never saw the newer version (a restart) counts the stored one, as a recompute of the stored objects
+   does, and keeps the refusal: the node stays Stale with GenerationRegression until the driver republishes.
 7. Stream health is judged now: ``streams_unhealthy`` names any watch that is broken, relisting or
    reconnecting this moment (its stream ended and no new request has been answered yet: Kopf retries a
    failing one inside a single call, and an attempt answered with an error breaks the stream at once,
@@ -184,7 +186,11 @@ class Runtime:
         state = self.state
         floor = self.floors.get(view.name)
         if floor is not None and (floor.driver, floor.pool) == view.pool_key and view.generation < floor.generation:
-            self._refuse(view, floor.generation)  # refused before a restart: still refused
+            # Refused before a restart: the newer version it was refused against is gone with that process, so
+            # the figures are those of the stored object (what a recompute of the stored objects gives), and the
+            # refusal still stands as the node's phase demands (rule 6).
+            self.mark(state.upsert_slice(view))
+            self._refuse(view, floor.generation)
             return
         self.floors.pop(view.name, None)
         try:

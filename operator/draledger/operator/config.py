@@ -39,7 +39,7 @@ class OperatorConfig:
     gate_exclude_namespaces: tuple[str, ...] = ("kube-system", "draledger-system")
     # Generation-0 threshold of Python's cyclic garbage collector (0: Python's default, 700). Every decoded
     # watch event is hundreds of short-lived containers; at 700 the collector runs every event or two and
-    # rescans the young state each time (docs/performance.md).
+    # rescans the young state each time (benchmarks/results/operator.md).
     gc_threshold: int = 10_000
     # Ledger writes in flight at once: one node's slow or failing writes (each retried with its own backoff)
     # never hold the others, nor the gate releases.

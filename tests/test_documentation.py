@@ -60,6 +60,8 @@ PAGES = ("README.md", "manifests/README.md", "benchmarks/README.md", "docs/*.md"
 REPO_PATH = re.compile(r"(?<![\w./-])((?:docs|tests|operator|manifests|crds|benchmarks|e2e)/[\w./-]*\w)")
 # How the project was built is not the user's business: tracker numbers, the team's working notes.
 HISTORY = re.compile(r"\bissues? #?\d+|\bthe brief\b|\bthis session\b|\bwe decided\b", re.IGNORECASE)
+# The rules live in the docs themselves (docs/accounting.md), not in a document the repository does not hold.
+CONTRACT = re.compile(r"ledger[- ]contract|\bthe contract\b", re.IGNORECASE)
 # `kubectl apply` of manifests: `-k DIR` or `-f -` from kustomize, with the flags before it.
 APPLY = re.compile(r"kubectl\s+apply((?:\s+--?[\w=-]+)*?)\s+(?:-k|-f\s+-(?=\s|$))")
 
@@ -83,6 +85,12 @@ class TestDocumentationSpeaksToUsers:
         """No page talks about issue numbers, briefs or sessions of how the project was built."""
         found = [f"{where(page, text, m.start())}: {m[0]}" for page in pages() for text in [page.read_text()]
                  for m in HISTORY.finditer(text)]
+        assert [] == found
+
+    def test_no_citation_of_an_outside_contract(self) -> None:
+        """No page sends the reader to a ledger contract document: the rules are stated in the docs."""
+        found = [f"{where(page, text, m.start())}: {m[0]}" for page in pages() for text in [page.read_text()]
+                 for m in CONTRACT.finditer(text)]
         assert [] == found
 
     def test_manifests_are_applied_server_side(self) -> None:

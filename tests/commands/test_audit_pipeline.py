@@ -50,7 +50,7 @@ def cluster(tmp_path: Path) -> Path:
 
 class TestFailOn:
     def test_by_default_the_phases_do_not_fail(self, cluster: Path) -> None:
-        """Without --fail-on an Overcommitted node still exits 0 (the contract): the ledgers are the answer."""
+        """Without --fail-on an Overcommitted node still exits 0 (docs/cli.md): the ledgers are the answer."""
         assert (0, "") == run(cluster)[::2]
 
     def test_overcommitted_fails_when_asked(self, cluster: Path) -> None:

@@ -94,7 +94,7 @@ class TestFlags:
         assert ("table", "json", "yaml") == tuple(output.choices or ())
 
     def test_fail_on_defaults_to_none(self) -> None:
-        """audit --fail-on is empty unless told (the contract's exit 0); `none` too; phases are read in any case."""
+        """audit --fail-on is empty unless told (exit 0, docs/cli.md); `none` too; phases are read in any case."""
         audit = parser_of("audit")
         assert () == audit.parse_args(["-f", "x"]).fail_on
         assert () == audit.parse_args(["-f", "x", "--fail-on", "none"]).fail_on

@@ -37,7 +37,7 @@ from draledger.core.accounting.ledger import Flags
 from draledger.core.ledgers import Phase, ledger_object, status_body
 from draledger.operator.clocks import now_rfc3339
 
-FAIL_ON: tuple[str, ...] = ()  # the contract: exit 0 whatever the phases, unless asked
+FAIL_ON: tuple[str, ...] = ()  # exit 0 whatever the phases, unless asked (docs/cli.md)
 
 
 def ledgers_of(loaded: Loaded, flags: Flags, now: str) -> list[dict[str, Any]]:

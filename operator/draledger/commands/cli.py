@@ -16,9 +16,8 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from draledger import __version__
 from draledger.commands.errors import EXIT_CODES, UNUSABLE, report
 from draledger.operator.config import add_arguments
 from draledger.operator.options import resolve
@@ -43,6 +42,21 @@ class Parser(argparse.ArgumentParser):
         else:
             text = f"{self.prog}: {text}"
         self.exit(UNUSABLE, f"error: {text} (see {self.prog} --help)\n")
+
+
+class VersionAction(argparse.Action):
+    """``--version``: the version, the commit and Python (operator/builds.py), looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version, the commit it was built from and Python's version, and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from draledger.operator import builds
+
+        sys.stdout.write(builds.describe() + "\n")
+        parser.exit()
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -236,7 +250,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=HelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"draledger {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_audit(commands)
     _add_freeze_and_resume(commands)

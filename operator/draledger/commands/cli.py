@@ -205,7 +205,8 @@ def _add_freeze_and_resume(commands: argparse._SubParsersAction[Parser]) -> None
         which.add_argument("--all", action="store_true",
                            help="every ledger" + ("" if name == "freeze" else " that is frozen"))
         if name == "freeze":
-            sub.add_argument("--reason", default="", help="why (written to spec.reason; shown in its events)")
+            sub.add_argument("--reason", help="why (written to spec.reason; shown in its events; '' removes it) "
+                             "(default: the reason the ledger already has, if any)")
         else:
             sub.add_argument("--since-export", default="", metavar="FILE",
                              help="resume only nodes whose mappingVersion moved past the one in this export "

@@ -294,8 +294,8 @@ class TestOutputs:
                  pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "h")])]
         _, out, _ = run_in_process("-f", str(write_dump(as_list(items))), "--numa")
         rows = [re.split(r"\s{3,}", line.strip()) for line in out.splitlines()[1:]]
-        assert [["n1", "Ready", "0/4", "0/8Gi", "hugepages-2Mi=0.06Gi/1Gi", "1", "Diverged", "0"],
-                ["numa-0", "-", "-", "hugepages-2Mi=0.06Gi/1Gi"]] == rows
+        assert [["n1", "Ready", "0/4", "0/8Gi", "hugepages-2Mi=64Mi/1Gi", "1", "Diverged", "0"],
+                ["numa-0", "-", "-", "hugepages-2Mi=64Mi/1Gi"]] == rows
 
     @pytest.mark.parametrize("output", ["table", "json", "yaml"])
     def test_no_nodes(self, write_dump: WriteDump, output: str) -> None:

@@ -266,3 +266,42 @@ class TestOnlyTheCommandsOwnOptions:
         extra = ["--svg", str(tmp_path / "x.svg")] if command == "report" else ["--all"]
         code, _, err = draledger(capfd, command, *extra, "--server", server)
         assert (1, f"error: cannot reach the API server {server}: connection refused\n") == (code, err)
+
+
+def shipped_values() -> list[tuple[str, str, str]]:
+    """(file, variable, value) for every DRALEDGER_* value the manifests set: configMapGenerator literals and
+    container env entries with a plain value."""
+    import yaml
+
+    found = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "manifests").rglob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            stack: list[object] = [document]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, dict):
+                    if isinstance(node.get("name"), str) and node["name"].startswith("DRALEDGER_") and "value" in node:
+                        found.append((path.name, node["name"], str(node["value"])))
+                    literals = node.get("literals")
+                    for literal in literals if isinstance(literals, list) else ():
+                        name, _, value = str(literal).partition("=")
+                        if name.startswith("DRALEDGER_"):
+                            found.append((path.name, name, value))
+                    stack.extend(node.values())
+                elif isinstance(node, list):
+                    stack.extend(node)
+    return found
+
+
+def test_every_value_the_manifests_set_is_read() -> None:
+    """The Deployment's DRALEDGER_* values name declared options and parse through them."""
+    by_variable = {o.variable: o for o in OPTIONS}
+    values = shipped_values()
+    assert {"DRALEDGER_POD_STATUS", "DRALEDGER_LEADER_ELECTION"} <= {name for _, name, _ in values}
+    unread = []
+    for where, name, value in values:
+        try:
+            by_variable[name].from_environment({name: value})
+        except (KeyError, ConfigError) as error:
+            unread.append(f"{where}: {name}={value!r}: {error}")
+    assert [] == unread

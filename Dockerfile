@@ -18,7 +18,11 @@ RUN python -m venv /opt/draledger
 WORKDIR /src
 COPY pyproject.toml README.md LICENSE ./
 COPY operator ./operator
-RUN /opt/draledger/bin/pip install . \
+# The commit this image is built from, for `draledger --version` and draledger_build_info:
+#   docker build --build-arg DRALEDGER_COMMIT=$(git rev-parse HEAD) .
+ARG DRALEDGER_COMMIT=unknown
+RUN if [ "$DRALEDGER_COMMIT" != unknown ]; then echo "$DRALEDGER_COMMIT" > operator/draledger/BUILD_COMMIT; fi \
+ && /opt/draledger/bin/pip install . \
  && /opt/draledger/bin/python -m compileall -q /opt/draledger
 
 # --- runtime: the virtualenv only, no compiler, no pip cache, no sources --------------------------------

@@ -845,7 +845,7 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 
 def report(results: list[Result]) -> str:
-    """The figures as Markdown tables (pasted as they are into docs/performance.md)."""
+    """The figures as Markdown tables (pasted as they are into benchmarks/results/audit.md)."""
     out = io.StringIO()
     out.write("| size | nodes / pods / claims / slices | file MB | json.load s | audit s | **ratio** | ratio, CPU "
               "time | audit subprocess s (ratio) | peak MiB audit / json.load | maxrss MiB audit / json.load |\n")

@@ -1170,7 +1170,7 @@ def retained_memory(cluster: Cluster) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------------------------------------
-# The run and its report (Markdown: printed, and written for docs/performance.md).
+# The run and its report (Markdown: printed, and written to benchmarks/operator-results.md).
 # ----------------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

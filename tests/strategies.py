@@ -282,6 +282,7 @@ QUANTITIES_OF = {
 }
 MULTIPLIERS = ("1", "2", "500m", "1Gi", "3")
 CAPACITY_KEYS = ("size", "{driver}/size")
+CPU1 = {"cpu": {"allocationMultiplier": "1"}}  # a v1.36 mapping: 1 cpu per allocated device
 RELEASES = ("v1.36", "v1.37", "v1.38")
 
 

@@ -12,10 +12,11 @@ from draledger.core.accounting.ledger import Flags, Ledger, mapping_fingerprint
 from draledger.core.ledgers import line_figures
 from draledger.core.phases import PHASES
 from draledger.core.quantities import Quantity, parse_quantity
+from draledger.core.resources import Entry, Resources, aggregate
 from draledger.core.state import ClusterState, GenerationRegression
 from draledger.core.views import read_claim, read_node, read_pod, read_slice
-from draledger.core.resources import Entry, Resources, aggregate
 from strategies import (
+    CPU1,
     Raw,
     claim_obj,
     container,
@@ -511,7 +512,7 @@ class TestStale:
 
     def test_incomplete_pool_and_missing_device(self) -> None:
         """Both reasons are reported together."""
-        ledger = ledger_of(NODE, slice_obj("s1", count=2, devices=[device("core-0", v136={"cpu": {"allocationMultiplier": "1"}})]),
+        ledger = ledger_of(NODE, slice_obj("s1", count=2, devices=[device("core-0", v136=CPU1)]),
                            core_claim("c", 5),
                            pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]))
         mappings = ledger.condition("MappingsComplete")
@@ -521,7 +522,7 @@ class TestStale:
     def test_incomplete_pool_of_a_claim_published_for_another_node(self) -> None:
         """A claim's device in an incomplete pool makes the consuming node Stale, wherever the pool is."""
         ledger = ledger_of(NODE, slice_obj("net", pool="fabric", node=None, count=3,
-                                           devices=[device("nic-0", v136={"cpu": {"allocationMultiplier": "1"}})]),
+                                           devices=[device("nic-0", v136=CPU1)]),
                            claim_obj("c", results=[result("nic-0", pool="fabric")]),
                            pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]))
         assert ("Stale", "1") == (ledger.phase, figures(ledger, "cpu")["claims"])
@@ -570,7 +571,7 @@ class TestNumaZones:
     )
     def test_zone_attribute(self, attribute: str, zone: int | None) -> None:
         """A device's zone comes from the known attributes; unqualified names belong to the driver's domain."""
-        pool = slice_obj("s", devices=[device("d", attributes={attribute: 1}, v136={"cpu": {"allocationMultiplier": "1"}})])
+        pool = slice_obj("s", devices=[device("d", attributes={attribute: 1}, v136=CPU1)])
         ledger = ledger_of(NODE, pool, claim_obj("c", results=[result("d")]),
                            pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]))
         assert zone == claim_of(ledger, "t", "c").devices[0].zone
@@ -589,7 +590,7 @@ class TestNumaZones:
     def test_configurable_attribute_order(self, attributes: tuple[str, ...], zone: int | None) -> None:
         """The first configured attribute the device carries names its zone."""
         pool = slice_obj("s", devices=[device("d", attributes={
-            "resource.kubernetes.io/numaNode": 0, "dra.cpu/numaNodeID": 1, "numaNode": 2}, v136={"cpu": {"allocationMultiplier": "1"}})])
+            "resource.kubernetes.io/numaNode": 0, "dra.cpu/numaNodeID": 1, "numaNode": 2}, v136=CPU1)])
         flags = Flags(numa_attributes=attributes) if attributes else Flags()
         ledger = ledger_of(NODE, pool, claim_obj("c", results=[result("d")]),
                            pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]),
@@ -619,7 +620,7 @@ class TestNumaZones:
     def test_claims_in_a_zone_without_capacity(self) -> None:
         """Results on devices of a zone with no node-local capacity still show their claims (free negative)."""
         remote = slice_obj("remote", pool="remote", node="n9", devices=[
-            device("d", attributes={"numaNode": 3}, v136={"cpu": {"allocationMultiplier": "1"}})])
+            device("d", attributes={"numaNode": 3}, v136=CPU1)])
         ledger = ledger_of(NODE, remote, claim_obj("c", results=[result("d", pool="remote")]),
                            pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "c")]))
         assert {3: {"cpu": ("0", "1", "-1")}} == zone_figures(ledger)
@@ -830,7 +831,7 @@ class TestClusterState:
         assert set() == state.delete_slice("never")
         assert set() == state.delete_claim(("t", "c"))  # no consumer left
         assert {"n1"} == state.delete_slice("n1-cores")
-        fabric = slice_obj("fabric", pool="fabric", node=None, devices=[device("nic", v136={"cpu": {"allocationMultiplier": "1"}})])
+        fabric = slice_obj("fabric", pool="fabric", node=None, devices=[device("nic", v136=CPU1)])
         assert set() == state.upsert_slice(read_slice(fabric))  # published for no node, consumed by nobody
         state.upsert_pod(read_pod(moved))
         state.upsert_claim(read_claim(claim_obj("c", results=[result("nic", pool="fabric")])))
@@ -972,7 +973,7 @@ class TestPlannedStatuses:
     def test_unsure_means_none(self, case: str) -> None:
         """Whenever there is no single right answer, the plan is None (nothing is written)."""
         hp = device("hp", capacity={"size": "1Gi"}, v136={"memory": {"capacityKey": "size"}})
-        pool = slice_obj("s", devices=[device("d", v136={"cpu": {"allocationMultiplier": "1"}}), hp])
+        pool = slice_obj("s", devices=[device("d", v136=CPU1), hp])
         claim = {
             "claim-unallocated": claim_obj("c", results=None),
             "device-missing": claim_obj("c", results=[result("gone")]),

@@ -21,6 +21,7 @@ from draledger.commands import audit, dumps
 from draledger.core.accounting.ledger import Flags
 from draledger.core.loading import all_problems, load
 from strategies import (
+    CPU1,
     as_list,
     claim_obj,
     container,
@@ -301,8 +302,8 @@ class TestOutputs:
                  pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "h")])]
         _, out, _ = run_in_process("-f", str(write_dump(as_list(items))), "--numa")
         rows = [re.split(r"\s{3,}", line.strip()) for line in out.splitlines()[1:]]
-        assert [["n1", "Ready", "0/4", "0/8Gi", "hugepages-2Mi=0.06Gi/1Gi", "1", "Diverged", "0"],
-                ["numa-0", "-", "-", "hugepages-2Mi=0.06Gi/1Gi"]] == rows
+        assert [["n1", "Ready", "0/4", "0/8Gi", "hugepages-2Mi=64Mi/1Gi", "1", "Diverged", "0"],
+                ["numa-0", "-", "-", "hugepages-2Mi=64Mi/1Gi"]] == rows
 
     @pytest.mark.parametrize("output", ["table", "json", "yaml"])
     def test_no_nodes(self, write_dump: WriteDump, output: str) -> None:
@@ -359,7 +360,7 @@ class TestOutputs:
     def test_numa_attribute_option(self, run_audit: RunAudit, write_dump: WriteDump) -> None:
         """--numa-attribute replaces the default attribute list (repeatable, in order of preference)."""
         items = [node_obj("n1"),
-                 slice_obj("s", devices=[device("d", attributes={"numaNode": 0, "socket": 1}, v136={"cpu": {"allocationMultiplier": "1"}})])]
+                 slice_obj("s", devices=[device("d", attributes={"numaNode": 0, "socket": 1}, v136=CPU1)])]
         path = str(write_dump(as_list(items)))
         done = run_audit("-f", path, "-o", "json", "--numa-attribute", "missing", "--numa-attribute", "socket")
         assert [1] == [z["id"] for z in json.loads(done.stdout)["items"][0]["status"]["numaZones"]]

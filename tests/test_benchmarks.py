@@ -1,6 +1,6 @@
 """The benchmarks stay runnable: each one's ``--help`` works (its imports of the package are current).
 
-Nothing here times anything (docs/performance.md holds the figures); a benchmark broken by a change of the
+Nothing here times anything (benchmarks/results/ holds the figures); a benchmark broken by a change of the
 package's layout fails here instead of on the day someone needs its figures.
 """
 

@@ -106,6 +106,15 @@ class TestFreezeAndResume:
             assert {"frozen": True, "reason": "repairing the cpu driver"} == spec(emulator, "n2")
             assert ["n2"] == frozen(emulator)
 
+    async def test_freezing_again_without_a_reason_keeps_it(self) -> None:
+        """A second freeze without --reason keeps the reason written before; --reason '' removes it."""
+        async with cluster(frozen=False) as (emulator, url):
+            assert 0 == (await draledger(url, "freeze", "--node", "n1", "--reason", "driver upgrade"))[0]
+            assert 0 == (await draledger(url, "freeze", "--node", "n1"))[0]
+            assert {"frozen": True, "reason": "driver upgrade"} == spec(emulator, "n1")
+            assert 0 == (await draledger(url, "freeze", "--node", "n1", "--reason", ""))[0]
+            assert {"frozen": True} == spec(emulator, "n1")
+
     async def test_freeze_all_and_resume_all(self) -> None:
         """freeze --all freezes every ledger; resume --all resumes every frozen one and clears the reason."""
         async with cluster(frozen=False) as (emulator, url):

@@ -7,8 +7,8 @@ lists are, nesting thousands of levels deep), fields deleted. Each mutated objec
 the operator writes, and every output format. Whole files (any text, broken JSON and YAML, deep nesting)
 go through ``audit.run``, which must exit 0 or 2 (2 with one line naming the file), never raise.
 
-The CI run is bounded; ``DRALEDGER_FUZZ_EXAMPLES=50000`` runs each test that many times (docs/operations.md,
-"Fuzzing the readers").
+The CI run is bounded; ``DRALEDGER_FUZZ_EXAMPLES=50000`` runs each test that many times
+(benchmarks/results/fuzzing.md).
 """
 
 from __future__ import annotations

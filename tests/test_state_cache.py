@@ -20,6 +20,7 @@ from draledger.core.state import ClusterState, GenerationRegression
 from draledger.core.views import PodView, read_claim, read_node, read_pod, read_slice
 from oracle import NaiveCatalog
 from strategies import (
+    CPU1,
     Raw,
     claim_obj,
     container,
@@ -150,8 +151,8 @@ class TestInvalidation:
         state = ClusterState()
         state.upsert_node(read_node(node_obj("n1")))
         devices = [
-            device("c0", attributes={"numaNode": 0, "socket": 1}, v136={"cpu": {"allocationMultiplier": "1"}}),
-            device("c1", attributes={"numaNode": 0, "socket": 2}, v136={"cpu": {"allocationMultiplier": "1"}}),
+            device("c0", attributes={"numaNode": 0, "socket": 1}, v136=CPU1),
+            device("c1", attributes={"numaNode": 0, "socket": 2}, v136=CPU1),
         ]
         state.upsert_slice(read_slice(slice_obj("s1", devices=devices)))
         assert {0: "2"} == zone_cpu(cached(state, "n1"))

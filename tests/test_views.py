@@ -12,10 +12,11 @@ from hypothesis import given
 
 from draledger.core.quantities import Quantity, parse_quantity
 from draledger.core.views import ObjectRef, Problem, pods, read_claim, read_node, read_pod, read_slice
-from draledger.core.views.problems import ref_of, show
 from draledger.core.views.mappings import is_node_allocatable
+from draledger.core.views.problems import ref_of, show
 from draledger.core.views.slices import DeviceView
 from strategies import (
+    CPU1,
     claim_obj,
     container,
     device,
@@ -506,7 +507,7 @@ class TestSliceView:
 
     def test_ignores_unknown_fields(self) -> None:
         """Unknown slice and device fields are ignored without problems."""
-        raw = slice_obj("s", devices=[device("d", v136={"cpu": {"allocationMultiplier": "1"}})])
+        raw = slice_obj("s", devices=[device("d", v136=CPU1)])
         raw["spec"]["sharedCounters"] = [{"name": "x"}]
         raw["spec"]["devices"][0]["consumesCounters"] = [{"counterSet": "x"}]
         raw["spec"]["devices"][0]["nodeAllocatableResourceMappings"]["cpu"]["futureKnob"] = True
@@ -647,7 +648,7 @@ class TestSliceView:
     def test_bad_values_are_named(self) -> None:
         """Bad capacity values, generations and a missing driver are named; the devices are still read."""
         raw = slice_obj("s", devices=[device("d", capacity={"size": "lots"},
-                                             v136={"cpu": {"allocationMultiplier": "1"}})])
+                                             v136=CPU1)])
         raw["spec"]["driver"] = ""
         raw["spec"]["pool"]["generation"] = "1"
         raw["spec"]["pool"]["resourceSliceCount"] = True
@@ -805,7 +806,7 @@ class TestIllTypedIdentity:
 
     def test_slice_api_version_not_a_string(self) -> None:
         """A ResourceSlice apiVersion that is not a string is named, and the slice is read as v1."""
-        raw = slice_obj("s", devices=[device("d", v136={"cpu": {"allocationMultiplier": "1"}})])
+        raw = slice_obj("s", devices=[device("d", v136=CPU1)])
         raw["apiVersion"] = ["resource.k8s.io/v1beta1"]
         view = read_slice(raw)
         assert ["apiVersion"] == [p.field for p in view.problems if p.applies("v1.36")]
@@ -847,7 +848,7 @@ class TestOutOfRange:
 
     def test_integer_attribute_beyond_int64(self) -> None:
         """An int attribute outside int64 is named and not used as a NUMA zone."""
-        raw = slice_obj("s", devices=[device("d", attributes={"numaNode": 2**63}, v136={"cpu": {"allocationMultiplier": "1"}})])
+        raw = slice_obj("s", devices=[device("d", attributes={"numaNode": 2**63}, v136=CPU1)])
         view = read_slice(raw)
         assert ["spec.devices[0].attributes.numaNode.int"] == [p.field for p in view.problems if p.applies("v1.36")]
         assert {} == view.devices[0].attributes
@@ -857,7 +858,8 @@ class TestOutOfRange:
         raw = slice_obj("s")
         raw["spec"]["pool"]["generation"] = 2**64
         view = read_slice(raw)
-        assert (["spec.pool.generation"], 0) == ([p.field for p in view.problems if p.applies("v1.36")], view.generation)
+        assert (["spec.pool.generation"], 0) == (
+            [p.field for p in view.problems if p.applies("v1.36")], view.generation)
 
 
 class TestShow:

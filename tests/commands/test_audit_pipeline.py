@@ -14,14 +14,14 @@ import pytest
 import yaml
 
 from draledger.commands import audit, dumps, progress
-from strategies import as_list, claim_obj, container, device, direct, node_obj, pod_obj, result, slice_obj
+from strategies import CPU1, as_list, claim_obj, container, device, direct, node_obj, pod_obj, result, slice_obj
 
 KUBECTL = "kubectl get nodes,pods,resourceslices,resourceclaims -A -o json"
 # n1 is overcommitted (5 cpus asked of 4), n2 is Ready; every kind of object is there.
 CLUSTER = [
     node_obj("n1", allocatable={"cpu": "4", "memory": "8Gi"}),
     node_obj("n2", allocatable={"cpu": "4", "memory": "8Gi"}),
-    slice_obj("s", devices=[device("core-0", v136={"cpu": {"allocationMultiplier": "1"}})]),
+    slice_obj("s", devices=[device("core-0", v136=CPU1)]),
     claim_obj("c", results=[result("core-0")]),
     pod_obj("p", containers=[container("a", {"cpu": "5"}, claims=["x"])], resource_claims=[direct("x", "c")]),
 ]
@@ -50,7 +50,7 @@ def cluster(tmp_path: Path) -> Path:
 
 class TestFailOn:
     def test_by_default_the_phases_do_not_fail(self, cluster: Path) -> None:
-        """Without --fail-on an Overcommitted node still exits 0 (the contract): the ledgers are the answer."""
+        """Without --fail-on an Overcommitted node still exits 0 (docs/cli.md): the ledgers are the answer."""
         assert (0, "") == run(cluster)[::2]
 
     def test_overcommitted_fails_when_asked(self, cluster: Path) -> None:

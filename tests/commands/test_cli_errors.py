@@ -128,7 +128,8 @@ def test_unreadable_and_unwritable_files(tmp_path: Path, dump: Path, capfd: pyte
         pytest.param(["audit", "-f", "x", "-o", "wide"], "invalid choice: 'wide'", id="bad-output"),
         pytest.param(["export", "-o", "csv"], "invalid choice: 'csv'", id="export-bad-output"),
         pytest.param(["freeze"], "one of the arguments --node --all is required", id="freeze-nothing"),
-        pytest.param(["run", "--metrics-port", "eighty"], "invalid int value: 'eighty'", id="run-bad-int"),
+        pytest.param(["run", "--metrics-port", "eighty"], "--metrics-port 'eighty': not an integer from 0 to 65535",
+                     id="run-bad-int"),
         pytest.param(["nonsense"], "invalid choice: 'nonsense'", id="unknown-command"),
     ],
 )

@@ -80,6 +80,17 @@ class TestHelp:
                                      "kubeconfig, a bad flag")
 
 
+    def test_every_apply_it_suggests_is_server_side(self) -> None:
+        """A `kubectl apply` that any help text suggests (`crd --help`) is a server-side one, as the README's."""
+        from tests.test_documentation import APPLY
+
+        texts = [text for _, sub in commands(cli.build_parser()) for text in (sub.description or "", sub.epilog or "")]
+        texts += [a.help or "" for _, sub in commands(cli.build_parser()) for a in sub._actions]
+        suggested = [m[0] for text in texts for m in APPLY.finditer(" ".join(text.replace("`", " ").split()))]
+        assert suggested
+        assert [] == [apply for apply in suggested if "--server-side" not in apply]
+
+
 class TestFlags:
     @pytest.mark.parametrize("command", CLUSTER_COMMANDS)
     def test_cluster_commands_connect_alike(self, command: str) -> None:
@@ -94,7 +105,7 @@ class TestFlags:
         assert ("table", "json", "yaml") == tuple(output.choices or ())
 
     def test_fail_on_defaults_to_none(self) -> None:
-        """audit --fail-on is empty unless told (the contract's exit 0); `none` too; phases are read in any case."""
+        """audit --fail-on is empty unless told (exit 0, docs/cli.md); `none` too; phases are read in any case."""
         audit = parser_of("audit")
         assert () == audit.parse_args(["-f", "x"]).fail_on
         assert () == audit.parse_args(["-f", "x", "--fail-on", "none"]).fail_on

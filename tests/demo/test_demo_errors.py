@@ -50,7 +50,8 @@ class TestRefusedBeforeTheStory:
 
     def test_not_a_port(self, tmp_path: pathlib.Path) -> None:
         """A number beyond 65535 is refused as a port, not turned into an OverflowError."""
-        assert_refused(demo("--port", "70000", cwd=tmp_path), r"error: --port 70000: not a TCP port \(0 to 65535\)")
+        assert_refused(demo("--port", "70000", cwd=tmp_path), r"error: --port '70000': must be an integer "
+                       r"from 0 to 65535 \(see draledger demo --help\)")
 
     def test_log_file_in_a_missing_folder(self, tmp_path: pathlib.Path) -> None:
         """The log's folder does not exist: the line names the path and the folder; nothing is created."""

@@ -12,6 +12,9 @@ import pytest
 
 from draledger.demo import run_demo
 from tests.demo.conftest import draledger
+from tests.generated_docs import check
+
+DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 
 STEP_HEADERS = (
     "== [1/6] The operator starts: ledgers Rebuilding, new claim pods held ==",
@@ -31,13 +34,24 @@ def section(output: str, header: str) -> str:
     return output[start : end if end > 0 else len(output)]
 
 
+def run_to_run(text: str) -> str:
+    """``text`` with what changes from one run of the demo to the next blanked: the API's port, the times, the
+    log file's name."""
+    text = re.sub(r"http://127\.0\.0\.1:\d+", "http://127.0.0.1:PORT", text)
+    text = re.sub(r"\(\d+\.\ds\)$", "(T)", text, flags=re.M)
+    text = re.sub(r"; \d+\.\ds$", "; T", text, flags=re.M)
+    return re.sub(r"^Operator and API logs: .*$", "Operator and API logs: LOG", text, flags=re.M)
+
+
 def test_demo_fast_in_a_pipe(tmp_path: pathlib.Path) -> None:
-    """`draledger demo --fast` plays every step, prints the final ledgers (3 nodes Ready) and exits 0."""
-    svg, log = tmp_path / "ledgers.svg", tmp_path / "demo.log"
+    """`draledger demo --fast` plays every step, prints the final ledgers (3 nodes Ready) and exits 0, whatever
+    the variables of `draledger run` hold (the demo takes none of them); its output is docs/demo.md's sample."""
+    svg = tmp_path / "ledgers.svg"
+    environ = {k: v for k, v in os.environ.items() if k != "FORCE_COLOR"}  # a pipe, as a user's would be
+    environ |= {"DRALEDGER_COALESCE_WINDOW": "abc", "DRALEDGER_POD_STATUS": "bogus", "DRALEDGER_METRICS_PORT": "x"}
     result = subprocess.run(
-        [*draledger(), "demo", "--fast", "--svg", str(svg), "--log-file", str(log)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-        env={k: v for k, v in os.environ.items() if k != "FORCE_COLOR"},  # a pipe, as a user's would be
+        [*draledger(), "demo", "--fast", "--svg", str(svg)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=environ,
     )
     assert 0 == result.returncode, result.stdout + result.stderr
     out = result.stdout
@@ -65,9 +79,15 @@ def test_demo_fast_in_a_pipe(tmp_path: pathlib.Path) -> None:
     assert 6 == len(re.findall(r"^  numa-[01]\s", final, re.M))
     assert re.search(r"^3 ledgers Ready; 9 claims, each counted once; 5 gates released", final, re.M)
     assert "<svg" in svg.read_text()
-    assert f"Operator and API logs: {log}" in out
-    assert '"logger": "kopf' in log.read_text()
+    log = pathlib.Path(re.findall(r"^Operator and API logs: (.+)$", out, re.M)[-1])
+    try:
+        assert '"logger": "kopf' in log.read_text()
+    finally:
+        log.unlink()
     assert not (tmp_path / "draledger-demo.kubeconfig").exists(), "only --serve writes a kubeconfig"
+
+    sample = "```console\n$ draledger demo --fast\n" + out.replace(f"wrote {svg}\n", "") + "```\n"
+    check(DOCS / "demo.md", "sample", sample, run_to_run)
 
 
 def test_demo_live_on_a_terminal(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,7 +1,7 @@
 """The fault suite's seeds and its report: one row per fault, summed over every scenario and seed run.
 
 ``DRALEDGER_FAULT_SEEDS``: ``N`` runs seeds 1..N, ``3,17,42`` runs those (default: 1). ``table()`` is the
-Markdown table of docs/operations.md ("Fault suite"): for each fault, the scenario runs it fired in, how many
+Markdown table of benchmarks/results/faults.md: for each fault, the scenario runs it fired in, how many
 times it fired, how many of those runs survived every check, and the releases those runs checked and found
 wrong (a run's releases count for every fault that fired in it).
 """

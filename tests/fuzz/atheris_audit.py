@@ -8,7 +8,7 @@ The corpus starts from the conformance dumps (JSON and YAML), so mutations begin
     pip install atheris          # not a dependency of dra-ledger: a wheel for Linux x86-64, CPython 3.11
     python tests/fuzz/atheris_audit.py -atheris_runs=200000 -max_len=20000 /tmp/draledger-corpus
 
-See docs/operations.md, "Fuzzing the readers".
+See benchmarks/results/fuzzing.md.
 """
 
 from __future__ import annotations

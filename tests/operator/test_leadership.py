@@ -24,6 +24,7 @@ from draledger.operator.electing import Elector, FencedApi, NotLeading
 from draledger.operator.kubeapi import ApiError, KubeApi
 from draledger.operator.leadership import LeaderElection, lease_spec
 from draledger.operator.metrics import Metrics
+from draledger.operator.options import ConfigError
 from draledger.operator.runtime import Runtime
 from draledger.operator.writing import Writer
 from tests.operator.test_create_conflict import rebuilt_runtime
@@ -100,7 +101,7 @@ class TestSettings:
     ])
     def test_settings_that_cannot_work_are_refused_by_name(self, argv: tuple[str, ...], named: str) -> None:
         """A renew deadline at or past the lease duration could let two replicas write: refused at start."""
-        with pytest.raises(SystemExit, match=named.replace("(", r"\(").replace(")", r"\)")):
+        with pytest.raises(ConfigError, match=named.replace("(", r"\(").replace(")", r"\)")):
             parse("--leader-election", *argv)
 
     def test_a_renewal_keeps_acquire_time_and_transitions_a_takeover_counts_one(self) -> None:

@@ -32,7 +32,7 @@ from draledger.core.phases import Phase
 from draledger.core.releases import Release
 from draledger.operator.clocks import now_rfc3339
 
-FAIL_ON: tuple[str, ...] = ()  # the contract: exit 0 whatever the phases, unless asked
+FAIL_ON: tuple[str, ...] = ()  # exit 0 whatever the phases, unless asked (docs/cli.md)
 
 
 def ledgers_of(loaded: Loaded, flags: Flags, now: str) -> list[dict[str, Any]]:

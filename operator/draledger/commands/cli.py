@@ -2,8 +2,9 @@
 module.
 
 Rules: every command ends with the exit codes of commands/errors.py, which every ``--help`` lists; whatever
-goes wrong is one line on stderr (a traceback only with DRALEDGER_DEBUG=1); every flag says what it does and
-its default.
+goes wrong is one line on stderr (a traceback only with DRALEDGER_DEBUG=1), a usage error too; every flag says
+what it does and its default. The options that are configuration (a flag with a ``DRALEDGER_*`` variable) are
+declared once, in operator/config.py, and read only for the command that runs (operator/options.py).
 """
 
 from __future__ import annotations
@@ -12,18 +13,50 @@ import argparse
 import importlib
 import io
 import os
+import re
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
-from draledger import __version__
 from draledger.commands.errors import EXIT_CODES, UNUSABLE, report
-from draledger.core.accounting.zones import DEFAULT_NUMA_ATTRIBUTES
-from draledger.core.releases import RELEASES
+from draledger.operator.config import add_arguments
+from draledger.operator.options import resolve
 
 # Each names a module with ``add_parser(commands)``. The demo sits above the commands (it needs the `demo` extra's
 # packages only when it runs); device metadata is an independent library with its own small command line.
 PLUGINS = ("draledger.demo.cli", "draledger.devicemetadata.cli")
 PROG, PLUGIN_PROG = "draledger", "kubectl draledger"  # kubectl runs `kubectl-draledger` for `kubectl draledger`
+
+
+class Parser(argparse.ArgumentParser):
+    """A usage error is one line (exit 2): the flag and its value, as a variable's error names the variable and
+    its value (``--metrics-port '99999': must be ...``), or else the command; then the way to the help."""
+
+    def error(self, message: str) -> NoReturn:
+        text = " ".join(message.split())
+        flag = re.fullmatch(r"argument (\S+?): ('.*)", text) or re.fullmatch(r"argument (\S+?): (.*)", text)
+        if flag is not None and flag[1].startswith("-"):
+            text = f"{flag[1]} {flag[2]}" if flag[2].startswith("'") else f"{flag[1]}: {flag[2]}"
+        elif flag is not None:  # a positional argument: the sub-command, a file
+            text = f"{self.prog}: {flag[2]}"
+        else:
+            text = f"{self.prog}: {text}"
+        self.exit(UNUSABLE, f"error: {text} (see {self.prog} --help)\n")
+
+
+class VersionAction(argparse.Action):
+    """``--version``: the version, the commit and Python (operator/builds.py), looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version, the commit it was built from and Python's version, and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from draledger.operator import builds
+
+        sys.stdout.write(builds.describe() + "\n")
+        parser.exit()
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -59,7 +92,7 @@ def _audit(args: argparse.Namespace) -> int:
     if isinstance(sys.stdout, io.TextIOWrapper):  # a name that is no valid Unicode (a lone surrogate) still prints
         sys.stdout.reconfigure(errors="backslashreplace")
     return audit.run(
-        args.filename, args.output, args.numa, args.numa_attribute or (), svg=args.svg, fail_on=args.fail_on,
+        args.filename, args.output, args.numa, args.numa_attribute, svg=args.svg, fail_on=args.fail_on,
         release=None if args.release == "auto" else args.release,
     )
 
@@ -92,17 +125,17 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _connection(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--server", default=os.environ.get("DRALEDGER_SERVER", ""),
-                        help="API server URL (default: $DRALEDGER_SERVER, else in-cluster config, then KUBECONFIG)")
-    parser.add_argument("--kubeconfig", default="", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-    parser.add_argument("--context", default="", help="kubeconfig context (default: its current context)")
-
-
 def _crd(args: argparse.Namespace) -> int:
     from draledger.core import crds
 
     sys.stdout.write(crds.crd_yaml())
+    return 0
+
+
+def _completion(args: argparse.Namespace) -> int:
+    from draledger.commands import completion
+
+    sys.stdout.write(completion.script(args.shell, build_parser(PROG)))
     return 0
 
 
@@ -126,7 +159,7 @@ def _fail_on(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _add_audit(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_audit(commands: argparse._SubParsersAction[Parser]) -> None:
     audit = commands.add_parser(
         "audit",
         help="compute the ledgers of a cluster dump offline (no cluster, no writes)",
@@ -144,13 +177,6 @@ def _add_audit(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     audit.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table",
                        help="table: figures for people; json or yaml: the ledgers with exact figures")
     audit.add_argument("--numa", action="store_true", help="table: add one row per NUMA zone")
-    audit.add_argument(
-        "--numa-attribute",
-        action="append",
-        metavar="NAME",
-        help="device attribute naming the NUMA zone, in order of preference (repeatable; replaces the default: "
-        f"{', '.join(DEFAULT_NUMA_ATTRIBUTES)})",
-    )
     audit.add_argument("--svg", metavar="FILE", help="also draw the ledgers as an SVG picture into FILE")
     audit.add_argument(
         "--fail-on",
@@ -161,15 +187,11 @@ def _add_audit(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "none: never) (default: none, the ledgers are the answer; a pipeline asks for Overcommitted, and "
         "Stale only for a dump known complete)",
     )
-    audit.add_argument(
-        "--release", choices=("auto", *RELEASES), default="auto",
-        help="the Kubernetes release whose accounting rules apply (auto: the newest kubeletVersion among the dump's "
-        "Nodes, raised to v1.37 when an object has the v1.37 shape; said on standard error)",
-    )
+    add_arguments(audit, "audit")
     audit.set_defaults(func=_audit)
 
 
-def _add_freeze_and_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_freeze_and_resume(commands: argparse._SubParsersAction[Parser]) -> None:
     for name, verb in (("freeze", "keep new claim pods gated on"), ("resume", "release new claim pods again on")):
         sub = commands.add_parser(
             name,
@@ -184,16 +206,17 @@ def _add_freeze_and_resume(commands: argparse._SubParsersAction[argparse.Argumen
         which.add_argument("--all", action="store_true",
                            help="every ledger" + ("" if name == "freeze" else " that is frozen"))
         if name == "freeze":
-            sub.add_argument("--reason", default="", help="why (written to spec.reason; shown in its events)")
+            sub.add_argument("--reason", help="why (written to spec.reason; shown in its events; '' removes it) "
+                             "(default: the reason the ledger already has, if any)")
         else:
             sub.add_argument("--since-export", default="", metavar="FILE",
                              help="resume only nodes whose mappingVersion moved past the one in this export "
                              "(`draledger export --from-cluster` of this cluster); exit 1 while any stays frozen")
-        _connection(sub)
+        add_arguments(sub, name)
         sub.set_defaults(func=_cluster)
 
 
-def _add_export_and_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_export_and_report(commands: argparse._SubParsersAction[Parser]) -> None:
     export = commands.add_parser(
         "export",
         help="write every ledger, with its versions, to a file",
@@ -208,7 +231,7 @@ def _add_export_and_report(commands: argparse._SubParsersAction[argparse.Argumen
                         help="where to write (default: -, standard output)")
     export.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="yaml",
                         help="json or yaml: the export; table: one line per exported ledger, for people")
-    _connection(export)
+    add_arguments(export, "export")
     export.set_defaults(func=_export)
 
     report = commands.add_parser(
@@ -218,18 +241,18 @@ def _add_export_and_report(commands: argparse._SubParsersAction[argparse.Argumen
         "(the offline twin: `draledger audit -f DUMP --svg FILE`).",
     )
     report.add_argument("--svg", required=True, metavar="FILE", help="the SVG file to write")
-    _connection(report)
+    add_arguments(report, "report")
     report.set_defaults(func=_cluster)
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=prog,
         description="Node-allocatable accounting for Kubernetes DRA: one NodeAllocatableLedger per node.",
         epilog=EXIT_CODES,
         formatter_class=HelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"draledger {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_audit(commands)
     _add_freeze_and_resume(commands)
@@ -241,17 +264,28 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         description="Run the operator against the cluster (in-cluster config, KUBECONFIG, "
         "or --server). Every flag also reads a DRALEDGER_* environment variable, named in its help.",
     )
-    from draledger.operator.config import add_arguments
-
     add_arguments(run)
     run.set_defaults(func=_run)
 
     crd = commands.add_parser(
         "crd",
         help="print the NodeAllocatableLedger CustomResourceDefinition",
-        description="Print the NodeAllocatableLedger CustomResourceDefinition as YAML, for `kubectl apply -f -`.",
+        description="Print the NodeAllocatableLedger CustomResourceDefinition as YAML, for `kubectl apply "
+        "--server-side -f -` (a client-side apply keeps a copy of the whole CRD in an annotation, limited to "
+        "256 KiB, which the generated schema may outgrow).",
     )
     crd.set_defaults(func=_crd)
+
+    completion = commands.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh or fish)",
+        description="Print a completion script for draledger (and kubectl-draledger), generated from this "
+        "command line. bash: `source <(draledger completion bash)`, or save it in "
+        "/etc/bash_completion.d/draledger; zsh: `source <(draledger completion zsh)`; fish: `draledger "
+        "completion fish > ~/.config/fish/completions/draledger.fish`.",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete for")
+    completion.set_defaults(func=_completion)
 
     for plugin in PLUGINS:  # sub-commands that live above this layer (the demo) or beside it (metadata)
         importlib.import_module(plugin).add_parser(commands)
@@ -277,6 +311,7 @@ def program_name(argv0: str) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser(program_name(sys.argv[0])).parse_args(argv)
     try:
+        resolve(args)  # the variables of this command's options, and of no other command's
         code = args.func(args)
         sys.stdout.flush()
     except BrokenPipeError:  # `draledger audit ... | head` is not an error

@@ -2,8 +2,9 @@
 
 Rules:
 1. Freeze and resume are merge patches of a ledger's ``spec.frozen`` and ``spec.reason`` (what GitOps or
-   ``kubectl patch`` would do); bound pods are never touched, only new claim pods stay gated. A command names
-   its nodes (``--node``, repeatable) or says ``--all``: nothing is frozen or resumed by default.
+   ``kubectl patch`` would do); bound pods are never touched, only new claim pods stay gated. A freeze without
+   ``--reason`` keeps the reason already written (freezing again does not erase why); a resume removes it. A
+   command names its nodes (``--node``, repeatable) or says ``--all``: nothing is frozen or resumed by default.
 2. An export identifies itself: a ``draledgerExport`` block beside the List's items says where it comes from
    (the cluster, or a dump it was computed from), which cluster (the UID of its ``kube-system`` Namespace),
    the server, the time and the ledgers it holds.
@@ -37,6 +38,7 @@ from draledger.core.ledgers import API_VERSION, KIND, PLURAL
 from draledger.core.views.problems import show
 from draledger.operator.connecting import CredentialsError, Source, credentials
 from draledger.operator.kubeapi import ApiError, KubeApi, NotFound
+from draledger.operator.options import ConfigError, resolve
 
 LEDGERS = f"/apis/{API_VERSION}/{PLURAL}"
 CLUSTER_ID = "/api/v1/namespaces/kube-system"  # its UID is the cluster's identity
@@ -140,12 +142,15 @@ def _owner_uid(obj: dict[str, Any]) -> str:
 
 
 async def set_frozen(
-    api: KubeApi, names: Sequence[str], frozen: bool, reason: str, out: TextIO, err: TextIO
+    api: KubeApi, names: Sequence[str], frozen: bool, reason: str | None, out: TextIO, err: TextIO
 ) -> int:
-    """Patch ``spec.frozen`` (and ``spec.reason``, which the operator's Events quote) of each named ledger."""
+    """Patch ``spec.frozen`` (and ``spec.reason``, which the operator's Events quote) of each named ledger: a
+    freeze without a reason (None) keeps the one the ledger has, ``""`` removes it; a resume removes it."""
     failed = 0
     for name in names:
-        spec: dict[str, Any] = {"frozen": frozen, "reason": (reason or None) if frozen else None}
+        spec: dict[str, Any] = {"frozen": frozen}
+        if not frozen or reason is not None:
+            spec["reason"] = reason or None
         try:
             await api.merge_patch(f"{LEDGERS}/{name}", {"spec": spec})
         except NotFound:
@@ -162,7 +167,7 @@ async def set_frozen(
     return 1 if failed else 0
 
 
-async def freeze(api: KubeApi, nodes: Sequence[str] | None, reason: str, out: TextIO, err: TextIO) -> int:
+async def freeze(api: KubeApi, nodes: Sequence[str] | None, reason: str | None, out: TextIO, err: TextIO) -> int:
     """Freeze the named nodes, or every ledger (``nodes=None``)."""
     names = list(nodes) if nodes is not None else [o["metadata"]["name"] for o in await list_ledgers(api)]
     if not names:
@@ -180,7 +185,7 @@ async def resume(
             nodes = [o["metadata"]["name"] for o in await list_ledgers(api) if _frozen(o)]
             if not nodes:
                 out.write("no frozen ledgers\n")
-        return await set_frozen(api, nodes, False, "", out, err)
+        return await set_frozen(api, nodes, False, None, out, err)
     export = read_export(since_export, nodes)
     live = {o["metadata"]["name"]: o for o in await list_ledgers(api)}
     if export.cluster:
@@ -216,7 +221,7 @@ async def resume(
             ready.append(name)
     if not asked:
         out.write("no frozen ledgers\n")
-    code = await set_frozen(api, ready, False, "", out, err) if ready else 0
+    code = await set_frozen(api, ready, False, None, out, err) if ready else 0
     return 1 if held or failed or code else 0
 
 
@@ -387,6 +392,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     """``freeze``, ``resume``, ``export --from-cluster`` or ``report``; any failure is one line on ``err``."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
+    try:
+        resolve(args)  # --server, --kubeconfig, --context not given: their variables (done already by main)
+    except ConfigError as error:
+        err.write(f"error: {error}\n")
+        return UNUSABLE
 
     async def go() -> int:
         if args.command == "resume" and args.since_export:

@@ -87,7 +87,7 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
-# JSON through msgspec: three times json.loads with parse_float=Decimal on real dumps (docs/performance.md);
+# JSON through msgspec: three times json.loads with parse_float=Decimal on real dumps (benchmarks/results/audit.md);
 # numbers that are not integers still arrive as exact Decimals (rule 3).
 _JSON = msgspec.json.Decoder(float_hook=Decimal)
 

@@ -3,7 +3,7 @@
 Rules:
 1. Exit 0: done. Exit 1: an operation failed (the cluster refused or could not be reached, a node's phase
    matched ``audit --fail-on``). Exit 2: unusable input or usage (a file that cannot be read or written, a
-   dump or export that cannot be used, an unusable kubeconfig, a bad flag: argparse exits 2 itself).
+   dump or export that cannot be used, an unusable kubeconfig, a bad flag or DRALEDGER_* variable).
 2. What the outside world did wrong is one line, ``error: <object/file/server>: <cause>``. A bug of ours is
    one line too, unless ``DRALEDGER_DEBUG=1`` asks for the traceback.
 3. Outputs are checked before the work that fills them: a picture that cannot be written must not cost a
@@ -57,10 +57,11 @@ def report(error: Exception, stderr: TextIO) -> int:
     """Write ``error`` as the one line of rule 2 and return the exit code; re-raise a bug under DRALEDGER_DEBUG."""
     from draledger.commands.dumps import DumpError
     from draledger.operator.connecting import CredentialsError
+    from draledger.operator.options import ConfigError
 
     if isinstance(error, CommandError):
         line, code = str(error), error.code
-    elif isinstance(error, DumpError | CredentialsError):
+    elif isinstance(error, DumpError | CredentialsError | ConfigError):
         line, code = str(error), UNUSABLE
     elif isinstance(error, OSError) and error.filename is not None:
         line, code = f"{error.filename}: {error.strerror or error}", UNUSABLE

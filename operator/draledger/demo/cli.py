@@ -10,6 +10,8 @@ import argparse
 import sys
 from typing import Any
 
+from draledger.operator.config import PORT
+
 EXTRA_PACKAGES = ("kmock", "jsonpatch")
 
 
@@ -26,7 +28,8 @@ def add_parser(commands: Any) -> None:
     demo.add_argument("--fast", action="store_true", help="no pauses between the steps")
     demo.add_argument("--kubeconfig", default="./draledger-demo.kubeconfig", metavar="PATH",
                       help="where --serve writes the kubeconfig (default: ./draledger-demo.kubeconfig)")
-    demo.add_argument("--port", type=int, default=0, help="port of the embedded API on 127.0.0.1 (0: pick one)")
+    demo.add_argument("--port", type=PORT.flag_type(), default=0, metavar="PORT",
+                      help="port of the embedded API on 127.0.0.1 (0: pick one)")
     demo.add_argument("--svg", metavar="FILE", help="also draw the final ledgers as an SVG picture into FILE")
     demo.add_argument("--log-file", metavar="FILE", help="the operator's logs (default: a temporary file)")
     demo.set_defaults(func=run)

@@ -1,17 +1,44 @@
-"""Operator configuration: one frozen record, from flags with ``DRALEDGER_*`` environment defaults."""
+"""The operator's configuration: one frozen record, and the one declaration of each of its options.
+
+Rules:
+1. Every field of ``OperatorConfig`` (and of its ``LeaderElection``, the identity aside) is set by exactly one
+   option of ``OPTIONS`` (options.py: a flag, a ``DRALEDGER_*`` variable, a kind, a default, a help); the
+   commands that share an option (``--server`` of ``freeze``, ``--release`` of ``audit``) share its declaration.
+2. The record's defaults are the declarations' defaults: code that builds an ``OperatorConfig()`` (the demo,
+   tests) runs what ``draledger run`` runs without flags.
+3. Settings that cannot work together are refused by name at start (``ConfigError``), never corrected in
+   silence; the one exception is stated in its help (``--coalesce-window-max`` is never below the window).
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from draledger.core.accounting.zones import DEFAULT_NUMA_ATTRIBUTES
 from draledger.core.releases import RELEASES
-from draledger.operator.leadership import LeaderElection, add_leader_arguments, election_from_args
+from draledger.operator.leadership import LeaderElection
+from draledger.operator.options import (
+    BOOLEAN,
+    DECLARED,
+    NAME,
+    NAMES,
+    TEXT,
+    URL,
+    ConfigError,
+    Option,
+    add_options,
+    choice,
+    duration,
+    integer,
+    resolve,
+)
 
 POD_STATUS_MODES = ("backfill", "observe")
 RELEASE_CHOICES = ("auto", *RELEASES)
+CONNECTING = ("run", "freeze", "resume", "export", "report")  # the commands that talk to a cluster
+PORT = integer(0, 65535, "PORT")
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +47,8 @@ class OperatorConfig:
     coalesce_window_max: float = 1.0  # seconds: how far the wait may stretch while the operator is saturated
     freshness_window: float = 60.0  # seconds a watch may be broken before its nodes turn Stale
     pod_status: str = "backfill"
-    release: str = "auto"  # the Kubernetes release whose rules apply; auto: the API server's /version
+    # The Kubernetes release whose accounting rules (and pod status shape) apply; auto: the API server's /version.
+    release: str = "auto"
     metrics_host: str = "0.0.0.0"
     metrics_port: int = 8080  # /metrics, /healthz, /readyz
     numa_attributes: tuple[str, ...] = DEFAULT_NUMA_ATTRIBUTES
@@ -40,7 +68,7 @@ class OperatorConfig:
     gate_exclude_namespaces: tuple[str, ...] = ("kube-system", "draledger-system")
     # Generation-0 threshold of Python's cyclic garbage collector (0: Python's default, 700). Every decoded
     # watch event is hundreds of short-lived containers; at 700 the collector runs every event or two and
-    # rescans the young state each time (docs/performance.md).
+    # rescans the young state each time (benchmarks/results/operator.md).
     gc_threshold: int = 10_000
     # Ledger writes in flight at once: one node's slow or failing writes (each retried with its own backoff)
     # never hold the others, nor the gate releases.
@@ -48,190 +76,128 @@ class OperatorConfig:
     leader_election: LeaderElection = field(default_factory=LeaderElection)  # off: this replica always writes
 
 
-def _env(name: str, default: str) -> str:
-    return os.environ.get(f"DRALEDGER_{name.upper().replace('-', '_')}", default)
+_D, _E = OperatorConfig(), LeaderElection()
+
+OPTIONS: tuple[Option, ...] = (
+    Option("--coalesce-window", duration(zero=True), _D.coalesce_window,
+           "how long the writer waits after a node turns dirty, so that a burst of events becomes one status patch "
+           "of that node's ledger"),
+    Option("--coalesce-window-max", duration(zero=True), _D.coalesce_window_max,
+           "how far that wait stretches under load (never below --coalesce-window)",
+           details="After a write batch that took longer than the window (its writes and the events handled between "
+           "them), the next batch waits as long as that one took, up to this: an idle operator keeps the short "
+           "window, a saturated one spends its time taking in events instead of rewriting ledgers the next events "
+           "change again"),
+    Option("--freshness-window", duration(), _D.freshness_window,
+           "how long a watch stream may be broken (or silent past its server-side timeout) before every ledger "
+           "turns Stale (Fresh=False, reason WatchStale)"),
+    Option("--watch-timeout", duration(whole=True), _D.watch_timeout,
+           "server-side timeout of each watch request",
+           details="A clean reconnect proves the stream is alive, so keep it well below the freshness window"),
+    Option("--pod-status", choice(*POD_STATUS_MODES), _D.pod_status,
+           "backfill: write status.nodeAllocatableResourceClaimStatuses for bound pods that lack it (pods bound "
+           "before the gate was on); observe: only report the divergence"),
+    Option("--release", choice(*RELEASE_CHOICES), _D.release,
+           "the Kubernetes release whose accounting rules apply (and whose pod status shape the backfill writes)",
+           commands=("run", "audit"),
+           per_command=(("run", "auto: the API server's /version, read at start and after every reconnect"),
+                        ("audit", "auto: the highest kubeletVersion among the dump's Nodes, raised to v1.37 when "
+                         "v1.37 shapes are seen; said on standard error"))),
+    Option("--numa-attribute", NAME, DEFAULT_NUMA_ATTRIBUTES,
+           "device attribute naming the NUMA zone, in order of preference (repeatable; replaces the default list)",
+           commands=("run", "audit"), field="numa_attributes", env="DRALEDGER_NUMA_ATTRIBUTES", repeat=True,
+           details="The first attribute a device carries wins; an unqualified name belongs to the driver's domain"),
+    Option("--node-selector", TEXT, _D.node_selector,
+           "label selector of the nodes that get ledgers and gating, e.g. draledger.dev/canary=true",
+           default_text="every node", metavar="SELECTOR",
+           details="Applied server-side to the Node watch. A restart marks Rebuilding only the stored ledgers of the "
+           "Nodes it selects: a ledger written under a wider selector is left as it is"),
+    Option("--metrics-host", TEXT, _D.metrics_host, "address to serve /metrics, /healthz and /readyz on",
+           metavar="ADDRESS"),
+    Option("--metrics-port", PORT, _D.metrics_port,
+           "port of /metrics, /healthz (liveness: the writer runs) and /readyz (ready once the ledgers are "
+           "rebuilt); 0 picks a free one"),
+    Option("--webhook", BOOLEAN, _D.webhook,
+           "serve the mutating admission webhook (HTTPS, path /gate-pods) that adds the scheduling gate "
+           "draledger.dev/ledger-ready to new pods with spec.resourceClaims"),
+    Option("--webhook-host", TEXT, _D.webhook_host, "address the admission webhook listens on",
+           metavar="ADDRESS"),
+    Option("--webhook-port", integer(1, 65535, "PORT"), _D.webhook_port, "HTTPS port of the admission webhook"),
+    Option("--webhook-cert-dir", TEXT, _D.webhook_cert_dir,
+           "directory with tls.crt and tls.key (e.g. a cert-manager Secret mounted as a volume)",
+           metavar="DIR", details="Re-read every 30 s; the server restarts when they change"),
+    Option("--gate-exclude-namespaces", NAMES, _D.gate_exclude_namespaces,
+           "comma-separated namespaces the webhook never gates",
+           details="The webhook configuration's namespaceSelector is the first line; this is the second"),
+    Option("--frozen", BOOLEAN, _D.frozen,
+           "freeze admission cluster-wide: every ledger is Frozen and no gate is released; bound pods are untouched",
+           details="Per node: spec.frozen of a ledger, or `draledger freeze --node N`"),
+    Option("--events", BOOLEAN, _D.events,
+           "post Kubernetes Events (ledger phase changes, pods held by the gate)"),
+    Option("--log-format", choice("json", "console"), _D.log_format,
+           "json: one JSON object a line (Kopf's lines too), for log collectors; console: for people"),
+    Option("--log-level", choice("debug", "info", "warning", "error"), _D.log_level,
+           "the least severe level logged (Kopf's per-event lines stay at warning)"),
+    Option("--gc-threshold", integer(0), _D.gc_threshold,
+           "generation-0 threshold of Python's garbage collector, set process-wide at start (0: Python's own, 700)",
+           details="Each decoded watch event is hundreds of short-lived objects; at 700 the collector ran every event "
+           "or two and rescanned the young state each time, about 45 µs per event ([performance.md](performance.md)). "
+           "The ledger state holds no reference cycles, so a larger young generation only lets more of each event die "
+           "by reference counting first"),
+    Option("--write-concurrency", integer(1), _D.write_concurrency,
+           "ledger writes in flight at once",
+           details="Writes never block each other nor the gate releases; a node whose writes fail waits its own "
+           "backoff (0.5 s doubling to 30 s) while the others go on"),
+    Option("--leader-election", BOOLEAN, _E.enabled,
+           "only the holder of a coordination.k8s.io/v1 Lease writes (ledgers, gate releases, backfill, Events); "
+           "the other replicas watch, keep their state warm and serve the webhook", field="leader_election.enabled",
+           details="Off, the replica always writes and never touches a Lease "
+           "([operations.md](operations.md#failover)). The manifests turn it on"),
+    Option("--leader-election-lease-duration", duration(), _E.lease_duration,
+           "how long a standby waits, from the last change of the Lease it saw (on its own clock), before it takes "
+           "the Lease over", field="leader_election.lease_duration"),
+    Option("--leader-election-renew-deadline", duration(), _E.renew_deadline,
+           "how long a leader keeps writing after its last successful renewal began; shorter than the lease "
+           "duration", field="leader_election.renew_deadline"),
+    Option("--leader-election-retry-period", duration(), _E.retry_period,
+           "time between attempts to acquire or renew the Lease; the renew deadline must exceed 1.2 times it",
+           field="leader_election.retry_period"),
+    Option("--leader-election-namespace", TEXT, _E.namespace, "namespace of the Lease",
+           field="leader_election.namespace", metavar="NAMESPACE", details="The manifests set it to the pod's own"),
+    Option("--leader-election-id", TEXT, _E.name, "name of the Lease", field="leader_election.name",
+           metavar="NAME"),
+    Option("--server", URL, _D.server, "API server URL, spoken to without credentials (the demo, tests)",
+           commands=CONNECTING, default_text="the in-cluster ServiceAccount, then the kubeconfig"),
+    Option("--kubeconfig", TEXT, _D.kubeconfig, "kubeconfig file", commands=CONNECTING, metavar="FILE",
+           default_text="$KUBECONFIG, then ~/.kube/config, or the in-cluster ServiceAccount when neither is named",
+           details="Loaded as kubectl loads it (client certificates, tokens, token files, exec credential plugins); "
+           "loaded again after a 401, and 30 s before credentials expire when they say when"),
+    Option("--context", TEXT, _D.context, "kubeconfig context", commands=CONNECTING, metavar="NAME",
+           default_text="the kubeconfig's current context"),
+)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    d = OperatorConfig()
-    parser.add_argument(
-        "--coalesce-window",
-        type=float,
-        default=float(_env("coalesce-window", str(d.coalesce_window))),
-        help="seconds to coalesce a node's events into one write (env DRALEDGER_COALESCE_WINDOW)",
-    )
-    parser.add_argument(
-        "--coalesce-window-max",
-        type=float,
-        default=float(_env("coalesce-window-max", str(d.coalesce_window_max))),
-        help="seconds the wait may stretch to while a write batch takes longer than the window "
-        "(env DRALEDGER_COALESCE_WINDOW_MAX)",
-    )
-    parser.add_argument(
-        "--freshness-window",
-        type=float,
-        default=float(_env("freshness-window", str(d.freshness_window))),
-        help="seconds a broken watch is tolerated before nodes turn Stale (env DRALEDGER_FRESHNESS_WINDOW)",
-    )
-    parser.add_argument(
-        "--pod-status",
-        choices=POD_STATUS_MODES,
-        default=_env("pod-status", d.pod_status),
-        help="backfill: write missing status.nodeAllocatableResourceClaimStatuses; observe: only report "
-        "(env DRALEDGER_POD_STATUS)",
-    )
-    parser.add_argument(
-        "--release",
-        choices=RELEASE_CHOICES,
-        default=_env("release", d.release),
-        help="the Kubernetes release whose accounting rules apply (and whose pod status shape is written); auto: "
-        "the API server's /version, read at start and after every reconnect (env DRALEDGER_RELEASE)",
-    )
-    parser.add_argument(
-        "--metrics-host",
-        default=_env("metrics-host", d.metrics_host),
-        help="address to serve /metrics, /healthz and /readyz on (env DRALEDGER_METRICS_HOST)",
-    )
-    parser.add_argument(
-        "--metrics-port",
-        type=int,
-        default=int(_env("metrics-port", str(d.metrics_port))),
-        help="port of /metrics, /healthz and /readyz (0: pick a free one) (env DRALEDGER_METRICS_PORT)",
-    )
-    parser.add_argument(
-        "--numa-attribute",
-        action="append",
-        metavar="NAME",
-        help="device attribute naming the NUMA zone (repeatable; replaces the default list) (default: "
-        f"{','.join(DEFAULT_NUMA_ATTRIBUTES)}; env DRALEDGER_NUMA_ATTRIBUTES, comma-separated)",
-    )
-    parser.add_argument(
-        "--node-selector",
-        default=_env("node-selector", d.node_selector),
-        help="label selector of the nodes that get ledgers, e.g. draledger.dev/canary=true "
-        "(default: every node; env DRALEDGER_NODE_SELECTOR)",
-    )
-    parser.add_argument(
-        "--server",
-        default=_env("server", d.server),
-        help="API server URL (default: in-cluster config, then KUBECONFIG; env DRALEDGER_SERVER)",
-    )
-    parser.add_argument(
-        "--kubeconfig",
-        default=_env("kubeconfig", d.kubeconfig),
-        help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster ServiceAccount; "
-        "env DRALEDGER_KUBECONFIG)",
-    )
-    parser.add_argument(
-        "--context",
-        default=_env("context", d.context),
-        help="kubeconfig context (default: its current context; env DRALEDGER_CONTEXT)",
-    )
-    parser.add_argument(
-        "--log-format",
-        choices=("json", "console"),
-        default=_env("log-format", d.log_format),
-        help="json: one JSON object a line, for log collectors; console: for people (env DRALEDGER_LOG_FORMAT)",
-    )
-    parser.add_argument(
-        "--log-level",
-        choices=("debug", "info", "warning", "error"),
-        default=_env("log-level", d.log_level),
-        help="the least severe level logged (env DRALEDGER_LOG_LEVEL)",
-    )
-    parser.add_argument(
-        "--watch-timeout",
-        type=int,
-        default=int(_env("watch-timeout", str(d.watch_timeout))),
-        help="seconds per watch request (server-side timeout) (env DRALEDGER_WATCH_TIMEOUT)",
-    )
-    parser.add_argument(
-        "--no-events",
-        dest="events",
-        action="store_false",
-        default=_env("events", "true").lower() not in ("0", "false", "no"),
-        help="do not post Kubernetes Events on ledgers (default: post them; env DRALEDGER_EVENTS=false)",
-    )
+def add_arguments(parser: argparse.ArgumentParser, command: str = "run") -> None:
+    """The flags of ``command``'s options (``run``: every one)."""
+    add_options(parser, command, OPTIONS)
 
-    def flag(name: str, default: bool) -> bool:
-        return _env(name, str(default)).lower() in ("1", "true", "yes", "on")
 
-    parser.add_argument(
-        "--frozen",
-        action=argparse.BooleanOptionalAction,
-        default=flag("frozen", d.frozen),
-        help="freeze admission cluster-wide: new claim pods stay gated (env DRALEDGER_FROZEN)",
-    )
-    parser.add_argument(
-        "--webhook",
-        action=argparse.BooleanOptionalAction,
-        default=flag("webhook", d.webhook),
-        help="serve the mutating admission webhook that adds the scheduling gate (env DRALEDGER_WEBHOOK)",
-    )
-    parser.add_argument(
-        "--webhook-host",
-        default=_env("webhook-host", d.webhook_host),
-        help="address the admission webhook listens on (env DRALEDGER_WEBHOOK_HOST)",
-    )
-    parser.add_argument(
-        "--webhook-port",
-        type=int,
-        default=int(_env("webhook-port", str(d.webhook_port))),
-        help="HTTPS port of the admission webhook (env DRALEDGER_WEBHOOK_PORT)",
-    )
-    parser.add_argument(
-        "--webhook-cert-dir",
-        default=_env("webhook-cert-dir", d.webhook_cert_dir),
-        help="directory with tls.crt and tls.key (re-read when they change) (env DRALEDGER_WEBHOOK_CERT_DIR)",
-    )
-    parser.add_argument(
-        "--gate-exclude-namespaces",
-        default=_env("gate-exclude-namespaces", ",".join(d.gate_exclude_namespaces)),
-        help="comma-separated namespaces never gated (env DRALEDGER_GATE_EXCLUDE_NAMESPACES)",
-    )
-    parser.add_argument(
-        "--gc-threshold",
-        type=int,
-        default=int(_env("gc-threshold", str(d.gc_threshold))),
-        help="generation-0 threshold of Python's garbage collector (0: Python's default) (env DRALEDGER_GC_THRESHOLD)",
-    )
-    parser.add_argument(
-        "--write-concurrency",
-        type=int,
-        default=int(_env("write-concurrency", str(d.write_concurrency))),
-        help="ledger writes in flight at once; a failing node backs off alone (env DRALEDGER_WRITE_CONCURRENCY)",
-    )
-    add_leader_arguments(parser)
+def values(args: argparse.Namespace, command: str = "run") -> dict[str, Any]:
+    """Each option of ``command`` by its target field, the environment read for what no flag gave."""
+    if not hasattr(args, DECLARED):
+        raise ValueError("the parser was not built by add_arguments")
+    resolve(args)
+    return {o.target: getattr(args, o.dest) for o in OPTIONS if command in o.commands}
 
 
 def from_args(args: argparse.Namespace) -> OperatorConfig:
-    attributes = args.numa_attribute or [a for a in _env("numa-attributes", "").split(",") if a]
-    return OperatorConfig(
-        coalesce_window=args.coalesce_window,
-        coalesce_window_max=max(args.coalesce_window, args.coalesce_window_max),
-        freshness_window=args.freshness_window,
-        pod_status=args.pod_status,
-        release=args.release,
-        metrics_host=args.metrics_host,
-        metrics_port=args.metrics_port,
-        numa_attributes=tuple(attributes) or DEFAULT_NUMA_ATTRIBUTES,
-        node_selector=args.node_selector,
-        server=args.server,
-        kubeconfig=args.kubeconfig,
-        context=args.context,
-        log_format=args.log_format,
-        log_level=args.log_level,
-        watch_timeout=args.watch_timeout,
-        events=args.events,
-        frozen=args.frozen,
-        webhook=args.webhook,
-        webhook_host=args.webhook_host,
-        webhook_port=args.webhook_port,
-        webhook_cert_dir=args.webhook_cert_dir,
-        gate_exclude_namespaces=tuple(
-            n.strip() for n in args.gate_exclude_namespaces.split(",") if n.strip()
-        ),
-        gc_threshold=args.gc_threshold,
-        write_concurrency=max(1, args.write_concurrency),
-        leader_election=election_from_args(args),
-    )
+    """``draledger run``'s record; ``ConfigError`` for a variable or settings that cannot work (rule 3)."""
+    given = values(args)
+    election = LeaderElection(**{k.removeprefix("leader_election."): v for k, v in given.items()
+                                 if k.startswith("leader_election.")})
+    problem = election.problem() if election.enabled else ""
+    if problem:
+        raise ConfigError(problem)
+    flat = {k: v for k, v in given.items() if not k.startswith("leader_election.")}
+    flat["coalesce_window_max"] = max(flat["coalesce_window"], flat["coalesce_window_max"])
+    return OperatorConfig(**flat, leader_election=election)

@@ -90,7 +90,7 @@ class InfiniteBackoffs:
 class NoDiffBase(kopf.DiffBaseStorage):
     """No diff base: Kopf builds one for every event (two deep copies of the body) to detect changes for
     change-detection handlers. This operator has none, so the copies were pure cost (the largest single one
-    with realistic pod bodies, see docs/performance.md). Nothing is stored on any object."""
+    with realistic pod bodies, see benchmarks/results/operator.md). Nothing is stored on any object."""
 
     def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
         return cast(kopf.BodyEssence, {})
@@ -115,7 +115,7 @@ def settings_for(runtime: Runtime) -> kopf.OperatorSettings:
     settings.watching.connect_timeout = 10
     settings.watching.reconnect_backoff = 0.5
     # Kopf's own listings (a relist after 410 Gone) go in pages as ours do: a relist of 150,000 pods in one
-    # response would hold them all decoded at once (about 10 GB at 5,000 nodes, docs/performance.md).
+    # response would hold them all decoded at once (about 10 GB at 5,000 nodes, benchmarks/results/scale.md).
     settings.watching.chunk_size = PAGE
     settings.networking.error_backoffs = InfiniteBackoffs()
     params = list_params(config)

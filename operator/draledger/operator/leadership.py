@@ -1,7 +1,7 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease, as kube-scheduler and kube-controller-manager do it
 (client-go's ``tools/leaderelection``), so that a warm standby can take over from a leader that is gone. This
-module holds the settings, the flags and the Lease record; ``electing`` runs the election (kept apart because
-it imports the API client, which every command's parser would otherwise pay for).
+module holds the settings and the Lease record (their flags are declared in ``config``); ``electing`` runs the
+election (kept apart because it imports the API client, which every command's parser would otherwise pay for).
 
 Rules:
 1. Every replica watches, keeps its state and serves the webhook; only the leader writes (ledgers, gate
@@ -32,7 +32,6 @@ Rules:
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 from dataclasses import dataclass
@@ -67,65 +66,6 @@ class LeaderElection:
         if not self.namespace or not self.name:
             return "--leader-election-namespace and --leader-election-id must not be empty"
         return ""
-
-
-def _env(name: str, default: str) -> str:
-    return os.environ.get(f"DRALEDGER_{name.upper().replace('-', '_')}", default)
-
-
-def _seconds(text: str) -> float:
-    """``15``, ``15s`` or ``1.5s`` -> seconds (the flags take kube-scheduler's ``15s`` spelling too)."""
-    try:
-        return float(text.removesuffix("s"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-
-
-def add_leader_arguments(parser: argparse.ArgumentParser) -> None:
-    """The leader-election flags of ``draledger run``, with ``DRALEDGER_*`` environment defaults."""
-    d = LeaderElection()
-    parser.add_argument(
-        "--leader-election",
-        action=argparse.BooleanOptionalAction,
-        default=_env("leader-election", str(d.enabled)).lower() in ("1", "true", "yes", "on"),
-        help="only the holder of a coordination.k8s.io Lease writes; other replicas stay warm (off: always write) "
-        "(env DRALEDGER_LEADER_ELECTION)",
-    )
-    for flag, default, what in (
-        ("lease-duration", d.lease_duration, "seconds a standby waits for a silent leader before taking over"),
-        ("renew-deadline", d.renew_deadline, "seconds a leader keeps writing without a successful renewal"),
-        ("retry-period", d.retry_period, "seconds between attempts to acquire or renew the Lease"),
-    ):
-        parser.add_argument(
-            f"--leader-election-{flag}",
-            type=_seconds,
-            default=_seconds(_env(f"leader-election-{flag}", str(default))),
-            help=f"{what}; 15 or 15s (env DRALEDGER_LEADER_ELECTION_{flag.upper().replace('-', '_')})",
-        )
-    parser.add_argument(
-        "--leader-election-namespace",
-        default=_env("leader-election-namespace", d.namespace),
-        help="namespace of the Lease (env DRALEDGER_LEADER_ELECTION_NAMESPACE)",
-    )
-    parser.add_argument(
-        "--leader-election-id", default=_env("leader-election-id", d.name),
-        help="name of the Lease (env DRALEDGER_LEADER_ELECTION_ID)",
-    )
-
-
-def election_from_args(args: argparse.Namespace) -> LeaderElection:
-    election = LeaderElection(
-        enabled=args.leader_election,
-        lease_duration=args.leader_election_lease_duration,
-        renew_deadline=args.leader_election_renew_deadline,
-        retry_period=args.leader_election_retry_period,
-        namespace=args.leader_election_namespace,
-        name=args.leader_election_id,
-    )
-    problem = election.problem() if election.enabled else ""
-    if problem:
-        raise SystemExit(f"error: {problem}")
-    return election
 
 
 def default_identity() -> str:

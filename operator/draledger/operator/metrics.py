@@ -132,10 +132,33 @@ class _EventCounts(Collector):
         yield family
 
 
+class _BuildInfo(Collector):
+    """``draledger_build_info{version,commit,release} 1``, as Kubernetes components export ``kubernetes_build_info``:
+    the build (operator/builds.py) and the Kubernetes release whose rules are in force, read at each scrape
+    from ``Metrics.release`` (``unknown`` until the runtime sets it)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        from draledger.operator import builds
+
+        family = GaugeMetricFamily(
+            "draledger_build_info",
+            "1, labelled with the operator's version and commit and the Kubernetes release whose rules apply",
+            labels=["version", "commit", "release"],
+        )
+        family.add_metric([builds.version(), builds.commit(), self._metrics.release or builds.UNKNOWN], 1.0)
+        yield family
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        # The Kubernetes release whose accounting rules are in force (``v1.37``), for draledger_build_info.
+        self.release = "unknown"
+        r.register(_BuildInfo(self))
         self._phase_counts = _PhaseCounts()
         r.register(self._phase_counts)
         self.slice_regressions = Counter(

@@ -3,7 +3,7 @@
 A pod in a real cluster is 8 to 26 KiB of JSON (env, volumes, probes, managed fields, container statuses), of
 which the ledger's view reads a few hundred bytes. Decoding a whole page into dicts allocates every field of
 every object, only for the reference counts to free them a moment later, interleaved with the views that stay:
-the heap keeps the holes (docs/performance.md). So each kind's page is decoded against a schema of the fields
+the heap keeps the holes (benchmarks/results/scale.md). So each kind's page is decoded against a schema of the fields
 its reader looks at (``core.views``), and msgspec skips every other field without building it.
 
 Rules:

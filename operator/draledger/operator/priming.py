@@ -2,7 +2,7 @@
 
 Kopf hands every object of its initial listing to the handlers through its whole per-event machinery
 (causes, memories, loggers, handler invocation), which on a large cluster costs several times reading the
-objects (docs/performance.md). So a start reads each kind with one paginated LIST, decodes it with msgspec
+objects (benchmarks/results/scale.md). So a start reads each kind with one paginated LIST, decodes it with msgspec
 while the cyclic collector is off, and gives every object to the runtime as Kopf's listing would
 (``Runtime.event(kind, None, body)``), each page decoded against its kind's schema (``pages``): only the fields the
 views read are built. Kopf's first listing of a primed kind is then answered with no

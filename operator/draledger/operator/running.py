@@ -159,7 +159,7 @@ def tune_gc(config: OperatorConfig) -> None:
     (``Operator._freeze_rebuilt``). Each full collection walks every object in the oldest generation, and
     Kopf promotes the decoded body of every watched object it keeps a stream for into it: with the rebuild's
     objects left there, full collections at 5,000 nodes cost about a third of the operator's CPU per event
-    (docs/performance.md).
+    (benchmarks/results/scale.md).
     """
     if config.gc_threshold > 0:
         _, second, third = gc.get_threshold()

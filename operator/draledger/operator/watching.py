@@ -26,7 +26,7 @@ The ledgers' own stream is consumed here: each of its events goes to the observe
 writer's mirror of what is stored, ``stored``) at the stream and not on to Kopf's per-event processing
 (causes, memories, loggers, handler invocation). Every status write of the operator comes back as one such
 event, about one per pod event at a steady pace, and Kopf's processing of it cost about as much as the pod
-event's own (docs/performance.md). Kopf still lists, watches,
+event's own (benchmarks/results/scale.md). Kopf still lists, watches,
 reconnects and relists the ledgers; its registered ledger handler sees only what no observer took.
 
 Rules: the wrappers only observe; they never drop, reorder or alter an event of the four kinds (the one

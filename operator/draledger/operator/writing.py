@@ -27,7 +27,7 @@ Rules:
    unless its own state is not rebuilt yet (draledger.operator.leadership).
 9. Of a status write's answer only ``metadata.resourceVersion`` and ``spec`` are read (a freeze or resume
    stored just before the write shows there); the status it repeats is skipped undecoded. Bodies are
-   encoded, and the semantic content serialized, with msgspec (docs/performance.md: about 15% of the
+   encoded, and the semantic content serialized, with msgspec (benchmarks/results/scale.md: about 15% of the
    operator's CPU per steady pod event).
 """
 

@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from draledger.commands.audit import emit, ledgers_of, now_rfc3339
-from draledger.commands.dumps import all_problems, load_paths, parse_text, read_source
+from draledger.commands.dumps import load_paths, parse_text, read_source
+from draledger.core.loading import all_problems
 from draledger.core.accounting.ledger import Flags
 
 GiB, MiB = 1 << 30, 1 << 20

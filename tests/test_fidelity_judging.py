@@ -24,7 +24,8 @@ NAMESPACE = "fid-v137-34r3"
 
 def outcome(items: list[dict[str, Any]]) -> Outcome:
     case = Case(34, NAMESPACE, f"{NAMESPACE}.fidelity.draledger.dev",
-                [i for i in items if i["kind"] == "Node"], [i for i in items if i["kind"] != "Node"])
+                [i for i in items if i["kind"] == "Node"], [i for i in items if i["kind"] != "Node"],
+                release="v1.37")
     return Outcome(case, dump=items)
 
 

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from draledger.commands import audit, clusterctl, dumps
 from draledger.core import ledgers
 from draledger.core.accounting.ledger import Flags
-from draledger.core.loading import load
+from draledger.core.loading import all_problems, load
 from draledger.core.views import ClaimView, NodeView, PodView, SliceView, read_claim, read_node, read_pod, read_slice
 from draledger.core.views.slices import DeviceMemo
 from strategies import any_values, json_values, mutated, nested, seed_objects
@@ -69,7 +69,7 @@ def account(items: list[Any]) -> list[dict[str, Any]]:
     """What ``audit`` and the operator do with a dump: load it, compute and print every ledger, build the
     status body the operator writes; the ledger objects are returned."""
     loaded = load(items, "fuzz.json")
-    for problem in dumps.all_problems(loaded):
+    for problem in all_problems(loaded):
         str(problem)
     for node in loaded.state.nodes:
         ledger = loaded.state.ledger(node, Flags())

@@ -36,9 +36,14 @@ class Terminal(io.StringIO):
 
 def run(path: Path, *, output: str = "table", stdout: io.StringIO | None = None, stderr: io.StringIO | None = None,
         fail_on: tuple[str, ...] = audit.FAIL_ON) -> tuple[int, str, str]:
+    """The audit's exit code, standard output, and standard error less the one line saying whose rules apply
+    (``TestRelease``)."""
     out, err = stdout or io.StringIO(), stderr or io.StringIO()
     code = audit.run([str(path)], output, stdout=out, stderr=err, fail_on=fail_on)
-    return code, out.getvalue(), err.getvalue()
+    lines = err.getvalue().split("\n")
+    said = [line for line in lines if line.startswith("release: ")]
+    assert 1 == len(said), err.getvalue()
+    return code, out.getvalue(), "\n".join(line for line in lines if not line.startswith("release: "))
 
 
 @pytest.fixture
@@ -46,6 +51,36 @@ def cluster(tmp_path: Path) -> Path:
     path = tmp_path / "dump.json"
     path.write_text(json.dumps(as_list(CLUSTER)), encoding="utf-8")
     return path
+
+
+class TestRelease:
+    @pytest.mark.parametrize(("kubelets", "release", "why"), [
+        pytest.param([], "v1.36", "no Node reports a kubeletVersion", id="no-kubelet"),
+        pytest.param(["v1.37.2", "v1.38.0-beta.0"], "v1.38", "the newest kubelet in the dump is v1.38.0-beta.0",
+                     id="newest-kubelet"),
+        pytest.param(["v1.35.4"], "v1.36", "v1.35 is older than v1.36", id="older-kubelet"),
+    ])
+    def test_it_says_whose_rules_apply_and_why(self, tmp_path: Path, kubelets: list[str], release: str,
+                                                why: str) -> None:
+        """Without --release, the newest kubeletVersion decides (a lower bound of the control plane's), and the
+        first line of standard error says which release and why."""
+        nodes = [node_obj(f"n{i}", kubelet=version) for i, version in enumerate(kubelets or [None])]
+        path = tmp_path / "dump.json"
+        path.write_text(json.dumps(as_list(nodes)), encoding="utf-8")
+        out, err = io.StringIO(), io.StringIO()
+        assert 0 == audit.run([str(path)], "json", stdout=out, stderr=err)
+        first = err.getvalue().splitlines()[0]
+        assert first.startswith(f"release: {release}'s rules (") and why in first
+        assert {release} == {i["status"]["release"] for i in json.loads(out.getvalue())["items"]}
+
+    def test_a_chosen_release_wins(self, tmp_path: Path) -> None:
+        """--release overrides what the dump shows."""
+        path = tmp_path / "dump.json"
+        path.write_text(json.dumps(as_list([node_obj("n1", kubelet="v1.36.3")])), encoding="utf-8")
+        out, err = io.StringIO(), io.StringIO()
+        assert 0 == audit.run([str(path)], "json", stdout=out, stderr=err, release="v1.38")
+        assert err.getvalue().startswith("release: v1.38's rules (chosen (--release))")
+        assert "v1.38" == json.loads(out.getvalue())["items"][0]["status"]["release"]
 
 
 class TestFailOn:

@@ -26,7 +26,7 @@ def core_rule(items: list[Raw], namespace: str, name: str) -> list[Raw] | None:
     """What the core says the scheduler writes for the pod, from the objects alone."""
     loaded = load(copy.deepcopy(items), "test")
     state = loaded.state
-    return planned_statuses(state.pods[(namespace, name)], state, state.release, Flags().numa_attributes)
+    return planned_statuses(state.pods[(namespace, name)], state, Flags().numa_attributes)
 
 
 def of_kind(items: list[Raw], kind: str) -> list[Raw]:

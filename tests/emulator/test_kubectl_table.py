@@ -45,6 +45,7 @@ def ledger(name: str, phase: str, cpu: str = "9600m", cpu_summary: str = "9.6/64
         "metadata": {"name": name, "creationTimestamp": "2026-12-02T09:55:00Z", "labels": {"tier": "gpu"}},
         "status": {
             "phase": phase,
+            "release": "v1.37",
             "claimCount": 2,
             "mappingVersion": 3,
             "resources": {
@@ -112,8 +113,8 @@ class TestTables:
         assert str(loaded.resource_version) == table["metadata"]["resourceVersion"]
         names = [column["name"] for column in table["columnDefinitions"]]
         assert ["Name", *(column["name"] for column in PRINTER_COLUMNS)] == names
-        assert [["worker-1", "Ready", "9.6/64", "9.13Gi/256Gi", 2, 3, "5m", "InSync", 0],
-                ["worker-2", "Stale", "4/64", "9.13Gi/256Gi", 2, 3, "5m", "InSync", 0]] == [
+        assert [["worker-1", "Ready", "9.6/64", "9.13Gi/256Gi", 2, 3, "5m", "InSync", 0, "v1.37"],
+                ["worker-2", "Stale", "4/64", "9.13Gi/256Gi", 2, 3, "5m", "InSync", 0, "v1.37"]] == [
             r["cells"] for r in table["rows"]]
         partial = table["rows"][0]["object"]
         assert ("PartialObjectMetadata", "meta.k8s.io/v1") == (partial["kind"], partial["apiVersion"])
@@ -190,9 +191,10 @@ class TestKubectl:
         assert ["worker-1", "Ready", "9.6/64", "9.13Gi/256Gi", "2", "3", "5m"] == lines[1].split()
         assert "Stale" in lines[2]
         wide = (await run_kubectl(config, "get", "nal", "-o", "wide")).splitlines()
-        assert ["NAME", "PHASE", "CPU", "MEMORY", "CLAIMS", "MAPPING", "AGE", "SCHEDULER", "PROBLEMS"] == \
+        assert ["NAME", "PHASE", "CPU", "MEMORY", "CLAIMS", "MAPPING", "AGE", "SCHEDULER", "PROBLEMS", "RELEASE"] == \
             wide[0].split()
-        assert ["worker-1", "Ready", "9.6/64", "9.13Gi/256Gi", "2", "3", "5m", "InSync", "0"] == wide[1].split()
+        assert ["worker-1", "Ready", "9.6/64", "9.13Gi/256Gi", "2", "3", "5m", "InSync", "0", "v1.37"] == \
+            wide[1].split()
 
     async def test_get_pods_all_namespaces(self, config: pathlib.Path, loaded: ClusterEmulator) -> None:
         """`kubectl get pods -A` adds NAMESPACE from the rows' metadata; the status reads SchedulingGated."""

@@ -41,6 +41,13 @@ FAST = OperatorConfig(
 )
 
 
+def emulating(items: Iterable[Mapping[str, Any]]) -> ClusterEmulator:
+    """An emulator whose /version is the release the objects are audited with (a v1.37-shaped object cannot be
+    stored by a v1.36 server)."""
+    release = load(copy.deepcopy(list(items)), "test").state.release
+    return ClusterEmulator(server_version=(1, int(release.split(".")[1])))
+
+
 def case_items(name: str) -> list[dict[str, Any]]:
     path = next(CASES.glob(f"{name}*.json"))
     return copy.deepcopy(json.loads(path.read_text())["dump"]["items"])

@@ -66,14 +66,14 @@ class TestBackfill:
             assert 2 == len(writes(emulator, "pods"))
 
     async def test_v137_shape_with_shared_overhead_claim(self) -> None:
-        """In v1.37 shape, mapping and overhead lists are written; an overhead-only claim may be shared."""
+        """Under v1.37, mapping and overhead lists are written; an overhead-only claim may be shared."""
         items = case_items("v10")
         for item in items:
             if item["kind"] == "Pod":
                 del item["status"][FIELD]
         async with serve_emulator() as (emulator, url):
             emulator.load_objects(items)
-            async with running(url, status_shape="v1.37"):
+            async with running(url, release="v1.37"):
                 await eventually(lambda: FIELD in pod_status(emulator, "p2"), what="p2 backfill")
                 await eventually(lambda: FIELD in pod_status(emulator, "p1"), what="p1 backfill")
             assert [

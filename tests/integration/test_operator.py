@@ -15,6 +15,7 @@ from tests.integration.harness import (
     SLICES,
     audited,
     case_items,
+    emulating,
     eventually,
     ledger,
     phase_is,
@@ -82,7 +83,7 @@ class TestStartup:
     async def test_ledgers_equal_audit_of_the_same_objects(self, case: str) -> None:
         """Started on a populated cluster, every ledger equals what audit computes from the same objects."""
         items = case_items(case)
-        async with serve_emulator() as (emulator, url):
+        async with serve_emulator(emulator=emulating(items)) as (emulator, url):
             stored = emulator.load_objects(items)
             expected = audited(stored)
             async with running(url) as operator:

@@ -49,7 +49,7 @@ def run_batch(api: Api, release: Release, cases: list[Case]) -> dict[str, Outcom
         settle(api, namespaces)
     dump(api, outcomes)
     for outcome in outcomes.values():
-        for node, ledger in ledgers(outcome.dump).items():
+        for node, ledger in ledgers(outcome.dump, outcome.case.release).items():
             for resource in ("cpu", "memory"):
                 line = ledger.resources.get(resource)
                 if line is None or line.free_units < 0:
@@ -76,11 +76,11 @@ def reduce(api: Api, release: Release, case: Case, first: Disagreement) -> tuple
         shrunk = False
         for pod in pods:
             trial = Case(best.seed, best.namespace, best.driver, best.nodes, [
-                o for o in best.objects if o is not pod], best.resizes, best.invalid)
+                o for o in best.objects if o is not pod], best.resizes, best.invalid, best.release)
             trial = _renamed(trial, f"{case.namespace}r{next(trials)}")
             outcomes = run_batch(api, release, [trial])
             try:
-                again = [d for d in judge(outcomes[trial.namespace], release_shape(release))
+                again = [d for d in judge(outcomes[trial.namespace])
                          if (d.rule, d.subject) == (first.rule, first.subject)]
             finally:
                 clean(api, outcomes)
@@ -101,11 +101,7 @@ def _renamed(case: Case, namespace: str) -> Case:
     text = json.dumps({"nodes": case.nodes, "objects": case.objects}).replace(case.namespace, namespace)
     body = json.loads(text)
     return Case(case.seed, namespace, case.driver.replace(case.namespace, namespace), body["nodes"],
-                body["objects"], case.resizes, case.invalid)
-
-
-def release_shape(release: Release) -> str:
-    return "v1.36" if release.shape == "mappings" else "v1.37"
+                body["objects"], case.resizes, case.invalid, case.release)
 
 
 def test_the_project_agrees_with_the_real_scheduler(control_plane: ControlPlane, tmp_path: Path) -> None:
@@ -121,7 +117,7 @@ def test_the_project_agrees_with_the_real_scheduler(control_plane: ControlPlane,
         outcomes = run_batch(api, release, batch)
         try:
             for ns, outcome in outcomes.items():
-                found = judge(outcome, release_shape(release))
+                found = judge(outcome)
                 cases[ns] = outcome.case
                 stats["cases"] += 1
                 stats["agreeing cases"] += not found

@@ -218,19 +218,6 @@ class Metrics:
             registry=r,
         )
         self.leader.set_function(lambda: 1.0)  # until an elector says otherwise (Operator)
-        self.release = "unknown"  # the Kubernetes release whose rules apply (operator.releasing)
-        self.release_rules = Gauge(
-            "draledger_release_rules", "1 for the Kubernetes release whose accounting rules the ledgers follow",
-            ["release"], registry=r,
-        )
-
-    def release_info(self, release: str) -> None:
-        if release != self.release:
-            if self.release != "unknown":
-                self.release_rules.remove(self.release)
-            self.release = release
-            self.release_rules.labels(release).set(1)
-
     def count_event(self, kind: str) -> None:
         counts = self.event_counts
         counts[kind] = counts.get(kind, 0) + 1

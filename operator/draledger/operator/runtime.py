@@ -90,7 +90,7 @@ class Runtime:
         if changed:
             log.info("accounting rules", release=release, why=why, before=self.state.release)
         self.release_why = why
-        self.metrics.release_info(release)
+        self.metrics.release = release  # draledger_build_info{release}
         self.mark(self.state.set_release(release))
         return changed and bool(self.state.nodes)
 

@@ -42,6 +42,7 @@ class Case:
     nodes: list[dict[str, Any]]  # Node objects, created with tests.realcluster.cluster.create_node
     objects: list[dict[str, Any]]  # in creation order: DeviceClasses, slices, templates, claims, pods
     resizes: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)  # pod -> container -> requests
+    release: str = "v1.36"  # the release the case runs on: whose rules judge it
     invalid: dict[str, str] = field(default_factory=dict)  # "Kind/name" -> what was made invalid
 
     def pods(self) -> list[dict[str, Any]]:
@@ -55,7 +56,7 @@ class Generator:
         self.release = release
         self.ns = f"fid-{release.name.replace('.', '')}-{seed}"
         self.driver = f"{self.ns}.fidelity.draledger.dev"
-        self.case = Case(seed, self.ns, self.driver, [], [])
+        self.case = Case(seed, self.ns, self.driver, [], [], release=release.name)
 
     # ----- the pieces -----
     def mapping(self, resource: str, multiplier: str, capacity_key: str | None = None,

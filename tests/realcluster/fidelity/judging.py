@@ -50,13 +50,13 @@ class Disagreement:
         return f"{self.case}: [{self.rule}] {self.subject}: {self.detail}"
 
 
-def loaded(items: list[dict[str, Any]]) -> Loaded:
-    result = load(copy.deepcopy(items), "dump")
-    return result
+def loaded(items: list[dict[str, Any]], release: Any) -> Loaded:
+    """The objects under the release the case ran on (v1.38's objects look like v1.37's: it is never guessed)."""
+    return load(copy.deepcopy(items), "dump", release)
 
 
-def ledgers(state_items: list[dict[str, Any]]) -> dict[str, Ledger]:
-    state = loaded(state_items).state
+def ledgers(state_items: list[dict[str, Any]], release: Any) -> dict[str, Ledger]:
+    state = loaded(state_items, release).state
     out = {}
     for node in state.nodes:
         ledger = state.ledger(node, FLAGS)
@@ -83,15 +83,15 @@ def _numbers(entries: Any) -> list[Any]:
     return sorted(out, key=lambda e: str(e["claim"]))
 
 
-def judge_statuses(outcome: Outcome, shape: str) -> list[Disagreement]:
-    state = loaded(outcome.dump).state
+def judge_statuses(outcome: Outcome) -> list[Disagreement]:
+    state = loaded(outcome.dump, outcome.case.release).state
     found = []
     for (ns, name), pod in sorted(state.pods.items()):
         if not pod.node_name or name.startswith("probe-"):
             continue
         raw = next(p for p in outcome.dump if p["kind"] == "Pod" and p["metadata"]["name"] == name)
         actual = raw.get("status", {}).get("nodeAllocatableResourceClaimStatuses")
-        planned = planned_statuses(pod, state, shape, NUMA_ATTRIBUTES)
+        planned = planned_statuses(pod, state, NUMA_ATTRIBUTES)
         if planned is None:
             if actual:
                 found.append(Disagreement(ns, "statuses", f"Pod/{name}", f"the project is unsure; scheduler: {actual}"))
@@ -118,7 +118,7 @@ def judge_charges(outcome: Outcome) -> list[Disagreement]:
             for resource, value in amounts.items():
                 key = (pod["spec"]["nodeName"], resource)
                 charged[key] = charged.get(key, Decimal(0)) + value
-    for node, ledger in sorted(ledgers(outcome.dump).items()):
+    for node, ledger in sorted(ledgers(outcome.dump, outcome.case.release).items()):
         for resource, line in ledger.resources.items():
             expected = charged.get((node, resource), Decimal(0))
             if line.scheduler_charged.value != expected:
@@ -239,9 +239,9 @@ def judge_fit(outcome: Outcome) -> list[Disagreement]:
         if items is None:
             continue
         node = pod["spec"]["nodeSelector"]["fidelity.draledger.dev/node"]
-        ledger = ledgers(items)[node]
+        ledger = ledgers(items, outcome.case.release)[node]
         stuck = _stuck_in_prebind(outcome, node)
-        assumed = ledgers(_bound(items, stuck, node))[node] if stuck else ledger
+        assumed = ledgers(_bound(items, stuck, node), outcome.case.release)[node] if stuck else ledger
         for resource in insufficient:
             line = ledger.resources.get(resource)
             explained = assumed.resources.get(resource)
@@ -283,9 +283,9 @@ def judge_rejections(outcome: Outcome) -> list[Disagreement]:
         if obj is None or kind not in ("ResourceSlice", "ResourceClaim", "Pod"):
             continue
         items = [*outcome.dump, {**copy.deepcopy(obj), "metadata": {**obj["metadata"], "uid": f"uid-{name}"}}]
-        state_items = loaded(items)
+        state_items = loaded(items, case.release)
         problems = list(all_problems(state_items))
-        for ledger in ledgers(items).values():
+        for ledger in ledgers(items, case.release).values():
             problems.extend(ledger.problems)
         if not any(p.obj is not None and p.obj.kind == kind and p.obj.name == name for p in problems):
             found.append(Disagreement(case.namespace, "rejection", ref,
@@ -293,6 +293,6 @@ def judge_rejections(outcome: Outcome) -> list[Disagreement]:
     return found
 
 
-def judge(outcome: Outcome, shape: str) -> list[Disagreement]:
-    return [*judge_statuses(outcome, shape), *judge_charges(outcome), *judge_fit(outcome),
+def judge(outcome: Outcome) -> list[Disagreement]:
+    return [*judge_statuses(outcome), *judge_charges(outcome), *judge_fit(outcome),
             *judge_probes(outcome), *judge_rejections(outcome)]

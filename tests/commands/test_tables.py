@@ -13,7 +13,7 @@ import pytest
 from draledger.commands import audit, tables
 from draledger.commands.dumps import load_paths
 from draledger.core.accounting.ledger import Flags
-from strategies import as_list, claim_obj, container, device, direct, node_obj, pod_obj, result, slice_obj
+from strategies import CPU1, as_list, claim_obj, container, device, direct, node_obj, pod_obj, result, slice_obj
 
 
 class TestFigures:
@@ -48,7 +48,7 @@ def problems_column(table: str) -> list[str]:
 class TestProblems:
     def test_claim_problems_the_node_list_does_not_repeat_are_counted(self, tmp_path: Path) -> None:
         """A claim shared by two pods and a claim no container references: 2 problems shown, 2 counted."""
-        cores = slice_obj("cores", pool="cores", devices=[device(f"core-{i}", v136={"cpu": {}}) for i in range(2)])
+        cores = slice_obj("cores", pool="cores", devices=[device(f"core-{i}", v136=CPU1) for i in range(2)])
         items = [node_obj("n1"), cores,
                  claim_obj("shared", results=[result("core-0", pool="cores")]),
                  claim_obj("idle", results=[result("core-1", pool="cores")]),

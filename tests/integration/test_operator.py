@@ -25,7 +25,7 @@ from tests.integration.harness import (
     writes,
 )
 
-CASES = ["v01", "v02", "v03", "v04", "v05", "v06", "v07", "v08", "v09", "v10", "v11", "v12"]
+CASES = ["v01", "v02", "v03", "v04", "v05", "v06", "v07", "v08", "v09", "v10", "v11", "v12", "v13"]
 
 
 def _pod(name: str, node: str, cpu: str, *, claim: str | None = None, ns: str = "t") -> dict:

@@ -41,8 +41,8 @@ from typing import Any
 
 from draledger.commands.audit import emit, ledgers_of, now_rfc3339
 from draledger.commands.dumps import load_paths, parse_text, read_source
-from draledger.core.loading import all_problems
 from draledger.core.accounting.ledger import Flags
+from draledger.core.loading import all_problems
 
 GiB, MiB = 1 << 30, 1 << 20
 BASE = {"nodes": 1000, "pods_per_node": 30, "claims_per_node": 10}

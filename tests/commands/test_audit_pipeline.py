@@ -70,7 +70,8 @@ class TestRelease:
         out, err = io.StringIO(), io.StringIO()
         assert 0 == audit.run([str(path)], "json", stdout=out, stderr=err)
         first = err.getvalue().splitlines()[0]
-        assert first.startswith(f"release: {release}'s rules (") and why in first
+        assert first.startswith(f"release: {release}'s rules (")
+        assert why in first
         assert {release} == {i["status"]["release"] for i in json.loads(out.getvalue())["items"]}
 
     def test_a_chosen_release_wins(self, tmp_path: Path) -> None:

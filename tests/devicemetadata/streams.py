@@ -1,8 +1,8 @@
 """Crafted metadata streams for the differential test against upstream's decoder (test_upstream.py).
 
 AGREE lists streams on which our decoder and `devicemetadata.DecodeMetadataFromStream` of each
-release must give the same verdict (True: accepted, False: refused, "v0.37": accepted by that
-release only); STRICTER lists streams upstream accepts and we refuse on purpose (each one is
+release must give the same verdict (True: accepted, False: refused, a metadata version: accepted by
+the releases that know it); STRICTER lists streams upstream accepts and we refuse on purpose (each one is
 named in docs/device-metadata.md).
 """
 
@@ -65,7 +65,7 @@ AGREE = [
     pytest.param(stream([], obj()), False, id="array-in-stream"),
     pytest.param(b"", False, id="empty-stream"),
     pytest.param(stream(obj(V9)), False, id="only-unknown-versions"),
-    pytest.param(stream(obj(V1BETA1)), "v0.37", id="v1beta1-only"),
+    pytest.param(stream(obj(V1BETA1)), V1BETA1, id="v1beta1-only"),
     pytest.param(stream(obj(V1BETA1, metadata__generation=2), obj()), True, id="first-known-object-wins"),
     pytest.param(stream(obj(status={"x": 1}, metadata__creationTimestamp=None)), True, id="unknown-fields-ignored"),
     pytest.param(b'{"kind":"DeviceMetadata","apiVersion":"x/v1","n":NaN}', False, id="nan-literal"),

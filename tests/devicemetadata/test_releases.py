@@ -8,7 +8,7 @@ import pytest
 
 from draledger.devicemetadata import V1ALPHA1, V1BETA1, MetadataInvalidError
 from draledger.devicemetadata.codec import decode_stream, go_json
-from draledger.devicemetadata.releases import LATEST, RELEASES, V0_36, V0_37, UpstreamRelease
+from draledger.devicemetadata.releases import LATEST, RELEASES, V0_36, V0_37, V0_38, UpstreamRelease
 from tests.devicemetadata.streams import obj, stream
 from tests.devicemetadata.upstream import GO_DIR, module_dir
 
@@ -26,9 +26,10 @@ class TestUpstreamRelease:
         assert (directory / "vectors.go").resolve() == (GO_DIR / "shared" / "vectors.go").resolve()
 
     def test_the_newest_release_is_the_default(self) -> None:
-        """v0.37.2 is the latest and the writer's default; both releases have a Go module to test against."""
+        """v0.37.2, the newest final release, is the default; v0.38 (a pre-release) has a module and writes the same."""
         assert V0_37 is LATEST
-        assert ("v0.36.3", "v0.37.2") == tuple(r.module_version for r in RELEASES)
+        assert ("v0.36.3", "v0.37.2", "v0.38.0-beta.0") == tuple(r.module_version for r in RELEASES)
+        assert (V0_37.known_versions, V0_37.default_versions) == (V0_38.known_versions, V0_38.default_versions)
 
     @pytest.mark.parametrize(
         ("release", "versions", "expected"),

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from draledger.devicemetadata.releases import UpstreamRelease
+from tests.realcluster.building import machine_lock
 
 GO_DIR = Path(__file__).resolve().parent / "go"
 SCENARIO = GO_DIR / "scenario.json"
@@ -60,7 +61,9 @@ def cache_root() -> Path:
 
 
 def _go_env() -> dict[str, str]:
-    return {**os.environ, "GOWORK": "off", "GOFLAGS": f"{os.environ.get('GOFLAGS', '')} -mod=readonly".strip()}
+    # GOTOOLCHAIN=auto (unless exported): a module whose go.mod names a toolchain (v0.38: go1.27.3) gets it
+    return {**os.environ, "GOWORK": "off", "GOFLAGS": f"{os.environ.get('GOFLAGS', '')} -mod=readonly".strip(),
+            "GOTOOLCHAIN": os.environ.get("GOTOOLCHAIN", "auto")}
 
 
 def build_key(release: UpstreamRelease, go: str) -> str:
@@ -88,10 +91,11 @@ def build(release: UpstreamRelease, go: str, say: Callable[[str], None]) -> Path
     fd, tmp = tempfile.mkstemp(dir=binary.parent, prefix=".vectors.", suffix=".tmp")
     os.close(fd)
     try:
-        proc = subprocess.run(
-            [go, "build", "-trimpath", "-o", tmp, "."], cwd=module_dir(release), env=_go_env(),
-            capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False,
-        )  # fmt: skip
+        with machine_lock():  # one Go build at a time on the machine
+            proc = subprocess.run(
+                [go, "build", "-trimpath", "-o", tmp, "."], cwd=module_dir(release), env=_go_env(),
+                capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False,
+            )  # fmt: skip
         if proc.returncode != 0:
             raise RuntimeError(f"go build for {release.name} failed:\n{proc.stdout}{proc.stderr}")
         os.replace(tmp, binary)  # concurrent sessions may race; either complete binary wins

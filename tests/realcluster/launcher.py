@@ -61,8 +61,10 @@ ADMISSION_PLUGINS = (
     "CertificateSubjectRestriction", "DefaultIngressClass", "NodeRestriction", "MutatingAdmissionPolicy",
     "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota",
 )
-# DRANodeAllocatableResources is alpha (off by default) in v1.36 and v1.37 and needs DynamicResourceAllocation
-# (GA, on). DRAConsumableCapacity (beta, on by default) is named so capacityKey mappings never depend on a default.
+# DRANodeAllocatableResources is alpha (off by default) in v1.36, v1.37 and v1.38 and needs DynamicResourceAllocation
+# (GA, on; the gate is gone in v1.38). DRAConsumableCapacity (beta and on by default; GA in v1.38, not locked, so
+# still settable) is named so capacityKey mappings never depend on a default. Neither removed v1.38 gate
+# (DynamicResourceAllocation, InPlacePodVerticalScaling) is ever passed: an unknown gate stops a component.
 FEATURE_GATES = {"DRANodeAllocatableResources": True, "DRAConsumableCapacity": True}
 CONTROLLERS = "*,-node-lifecycle-controller"
 # Whose requests the audit log records (rule 6): the operator's ServiceAccount of manifests/base.

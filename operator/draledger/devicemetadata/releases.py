@@ -2,7 +2,7 @@
 
 Rules: one frozen record per `k8s.io/dynamic-resource-allocation` release that the interop tests
 (tests/devicemetadata/go) run against; each fact here was read from that release's code and is
-checked against files its helper really wrote. The newest release is the default. A record says
+checked against files its helper really wrote. The newest final release is the default. A record says
 which metadata versions the release knows and writes, how it treats versions it does not know,
 and how it fills in the CDI spec. This module must never do I/O.
 """
@@ -79,5 +79,16 @@ V0_37 = UpstreamRelease(
     minimal_cdi_version=True,
     spec_container_edits=True,
 )
-RELEASES: tuple[UpstreamRelease, ...] = (V0_36, V0_37)
-LATEST = V0_37
+# v0.38.0-beta.0: kubeletplugin/metadata.go, devicemetadata/ and api/metadata/ are v0.37.2's, byte for byte
+V0_38 = UpstreamRelease(
+    module_version="v0.38.0-beta.0",
+    kubernetes="1.38",
+    known_versions=(V1BETA1, V1ALPHA1),
+    default_versions=(V1BETA1, V1ALPHA1),
+    required_version=V1BETA1,
+    refuses_unknown_versions=True,
+    minimal_cdi_version=True,
+    spec_container_edits=True,
+)
+RELEASES: tuple[UpstreamRelease, ...] = (V0_36, V0_37, V0_38)
+LATEST = V0_37  # the newest final release: v0.38 is a pre-release (and writes the same)

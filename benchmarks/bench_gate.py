@@ -45,6 +45,7 @@ from gate_plan import plan  # noqa: E402
 from gate_report import report  # noqa: E402
 from tests.realcluster import building  # noqa: E402
 from tests.realcluster.cluster import wait_until  # noqa: E402
+from tests.realcluster.launcher import ControlPlane  # noqa: E402
 from tests.realcluster.operating import GATE, OperatorProcess  # noqa: E402
 from tests.realcluster.releases import RELEASES  # noqa: E402
 
@@ -177,29 +178,19 @@ async def disruptions(cluster: Cluster, admin: Admin, operators: Operators,
     return out
 
 
-async def measure(args: argparse.Namespace) -> dict[str, Any]:
+async def measure(args: argparse.Namespace, plane: ControlPlane, workdir: Path) -> dict[str, Any]:
     began, load = time.monotonic(), os.getloadavg()
-    release = RELEASES[args.release]
-    the_plan = plan(args.seed, args.nodes, args.pods)
-    built = await asyncio.to_thread(building.ensure, release)
-    if built.rebuilt:
-        step(f"{release.kubernetes} built in {built.seconds:.0f} s")
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench-gate-"))
-    step(f"control plane {release.kubernetes} in {workdir}")
-    plane = await asyncio.to_thread(start_plane, release, workdir / "plane", args.client_qps)
+    release, the_plan = plane.release, plan(args.seed, args.nodes, args.pods)
+    step(f"{args.nodes} nodes, their slices, the manifests")
+    cluster = await asyncio.to_thread(build, plane, the_plan, workdir)
+    admin = Admin(cluster)
+    operators = Operators(cluster)
     try:
-        step(f"{args.nodes} nodes, their slices, the manifests")
-        cluster = await asyncio.to_thread(build, plane, the_plan, workdir)
-        admin = Admin(cluster)
-        operators = Operators(cluster)
-        try:
-            bursts = await interleaved(cluster, admin, operators, args.rounds)
-            disrupted = await disruptions(cluster, admin, operators, args) if not args.no_disruptions else {}
-        finally:
-            await operators.stop_all()
-            await admin.close()
+        bursts = await interleaved(cluster, admin, operators, args.rounds)
+        disrupted = await disruptions(cluster, admin, operators, args) if not args.no_disruptions else {}
     finally:
-        await asyncio.to_thread(plane.stop)
+        await operators.stop_all()
+        await admin.close()
     return {
         "release": release.name, "kubernetes": release.kubernetes, "nodes": args.nodes, "pods": args.pods,
         "seed": args.seed, "rounds": args.rounds, "client_qps": args.client_qps, "concurrency": CONCURRENCY,
@@ -241,7 +232,18 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"bench_gate.py: error: {error}", file=sys.stderr)
         return 2
-    result = asyncio.run(measure(args))
+    release = RELEASES[args.release]
+    built = building.ensure(release)
+    if built.rebuilt:
+        step(f"{release.kubernetes} built in {built.seconds:.0f} s")
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench-gate-"))
+    step(f"control plane {release.kubernetes} in {workdir}")
+    # From the main thread, so that the launcher's signal handlers and PR_SET_PDEATHSIG stop it with this process.
+    plane = start_plane(release, workdir / "plane", args.client_qps)
+    try:
+        result = asyncio.run(measure(args, plane, workdir))
+    finally:
+        plane.stop()
     print(report(result, " ".join(["python", "benchmarks/bench_gate.py", *(argv or sys.argv[1:])])))
     rows = result.pop("records")
     if args.json:

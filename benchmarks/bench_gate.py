@@ -16,7 +16,7 @@ Rules (docs/style.md, "Tooling"):
    never released, or fewer pods bound than can be, by a generous deadline (gate_burst.py rule 3).
 
 Usage: ``.venv/bin/python benchmarks/bench_gate.py [--nodes 100] [--pods 300] [--rounds 3] [--json FILE]``
-(about 4 minutes at that size on 2 cores, once the release is built). docs/performance.md has the figures.
+(10 minutes at that size on a busy 2-core machine, once the release is built). docs/performance.md has the figures.
 """
 
 from __future__ import annotations

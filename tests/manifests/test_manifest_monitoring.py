@@ -61,11 +61,13 @@ class TestAlerts:
         assert rule["labels"]["severity"] in {"info", "warning", "critical"}
 
     def test_thresholds(self, alerts: dict[str, dict[str, Any]]) -> None:
-        """Stale for 5 minutes, gated for more than 10 minutes, rebuild over 120 s, down-while-gated as specified."""
+        """Stale for 5 minutes, gated for more than 10 minutes, rebuild over 35 ms a ledger (at least 120 s), for
+        the last rebuild and for the time spent Rebuilding, down-while-gated as specified."""
         assert alerts["DraLedgerLedgerStale"]["for"] == "5m"
         assert 'phase="Stale"' in alerts["DraLedgerLedgerStale"]["expr"]
         assert "draledger_gated_pod_oldest_seconds) > 600" in alerts["DraLedgerPodsGatedTooLong"]["expr"]
-        assert "draledger_rebuild_duration_seconds) > 120" in alerts["DraLedgerRebuildSlow"]["expr"]
+        rebuild = " ".join(alerts["DraLedgerRebuildSlow"]["expr"].split())
+        assert 2 == rebuild.count("> on (instance) clamp_min(0.035 * sum by (instance) (draledger_ledgers), 120)")
         down = alerts["DraLedgerOperatorDownWhilePodsGated"]["expr"]
         assert 'absent(up{job="draledger"} == 1)' in down
         assert 'scheduler_pending_pods{queue="gated"}' in down

@@ -1,0 +1,178 @@
+"""The gate benchmark's pure parts (benchmarks/gate_plan.py, gate_figures.py, gate_report.py): the seeded plan,
+the figures it reports and the targets it judges. The benchmark itself needs a control plane; its smoke run is
+a step of .ci/run."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import gate_figures as figures
+import gate_plan
+import gate_report
+from gate_figures import Burst, PodRecord, QueueSample
+
+
+def pod(name: str, sent: float, *, answered: float | None = None, gated: bool = True,
+        released: float | None = None, bound: float | None = None) -> PodRecord:
+    return PodRecord(name, "core", sent, sent + 0.01 if answered is None else answered, gated, released, bound)
+
+
+def idle_at(at: float) -> QueueSample:
+    return QueueSample(at, 0, 0, 0, 0)
+
+
+def busy_at(at: float) -> QueueSample:
+    return QueueSample(at, 1, 0, 0, 0)
+
+
+class TestPlan:
+    def test_the_same_seed_gives_the_same_plan(self) -> None:
+        """Two plans of one seed and size are equal, and another seed orders the kinds otherwise."""
+        assert gate_plan.plan(7, 100, 300) == gate_plan.plan(7, 100, 300)
+        assert gate_plan.plan(7, 100, 300).kinds != gate_plan.plan(8, 100, 300).kinds
+
+    @pytest.mark.parametrize(("nodes", "pods"), [(10, 30), (100, 300), (1000, 3000), (3, 90)],
+                             ids=["10x30", "100x300", "1000x3000", "dense"])
+    def test_abundant_devices_and_cpu_cover_the_demand(self, nodes: int, pods: int) -> None:
+        """Every claim for cores or GPUs has 1.5 devices or more, and a node's cpu covers its mapped cores and
+        three times the average pods."""
+        plan = gate_plan.plan(1, nodes, pods)
+
+        for device_class in ("cores", "gpus"):
+            assert plan.devices[device_class] * nodes >= 1.5 * plan.demand(device_class)
+        assert plan.node_cpu >= gate_plan.MAPPED_CPU * plan.devices["cores"] + 1.5 * pods / nodes
+
+    def test_two_in_three_scarce_pods_must_wait(self) -> None:
+        """One scarce device exists for every three pods asking for one; every other pod can bind."""
+        plan = gate_plan.plan(3, 100, 300)
+        scarce = Counter(plan.kinds)["scarce"]
+
+        assert math.ceil(scarce / 3) == plan.scarce_nodes
+        assert scarce - plan.scarce_nodes == plan.waiting()
+        assert plan.pods - plan.waiting() == plan.bound()
+        assert {"scarce": 1, **plan.devices} == plan.node_devices(0)
+        assert plan.devices == plan.node_devices(plan.scarce_nodes)
+
+    @pytest.mark.parametrize(("nodes", "pods", "flag"), [(0, 10, "--nodes"), (10, 0, "--pods"),
+                                                         (1, 100, "--pods 100")], ids=["nodes", "pods", "too-many"])
+    def test_an_impossible_size_is_refused_naming_the_flag(self, nodes: int, pods: int, flag: str) -> None:
+        """Sizes the cluster cannot hold are refused with a message naming the flag."""
+        with pytest.raises(ValueError, match=flag):
+            gate_plan.plan(1, nodes, pods)
+
+
+class TestPercentiles:
+    def test_nearest_rank(self) -> None:
+        """The p-th percentile is the smallest value with at least p of the values at or below it."""
+        values = [float(v) for v in range(1, 101)]
+
+        assert 50.0 == figures.percentile(values, 0.50)
+        assert 99.0 == figures.percentile(values, 0.99)
+        assert 7.0 == figures.percentile([7.0], 0.99)
+
+    def test_no_values_give_none_in_the_spread(self) -> None:
+        """An empty spread is all None (JSON has no NaN) with a count of 0."""
+        assert {"p50": None, "p90": None, "p99": None, "max": None, "n": 0} == figures.spread([])
+        assert {"p50": 1000.0, "p90": 2000.0, "p99": 2000.0, "max": 2000.0, "n": 2} == figures.spread([1.0, 2.0])
+
+
+class TestBurstFigures:
+    def test_times_are_measured_from_the_post(self) -> None:
+        """Time to bind and to release count from the POST; release to bind only for pods created gated."""
+        pods = [pod("a", 10.0, released=10.2, bound=10.5), pod("b", 10.0, gated=False, released=10.01, bound=11.0)]
+
+        intervals = figures.times(pods)
+
+        assert [0.5, 1.0] == [round(t, 6) for t in intervals["bind"]]
+        assert [0.2] == [round(t, 6) for t in intervals["release"]]
+        assert [0.3] == [round(t, 6) for t in intervals["release_to_bind"]]
+
+    def test_throughput_is_bound_pods_from_the_first_post_to_the_last_binding(self) -> None:
+        """Three bound pods (one never bound) from t=0 to the last binding at t=2: 1.5 pods a second."""
+        burst = Burst("none", 1, [pod("a", 0.0, bound=1.0), pod("b", 0.5, bound=2.0), pod("c", 0.6, bound=1.5),
+                                  pod("d", 0.7)])
+
+        assert 1.5 == burst.throughput()
+
+    def test_waiting_counts_only_gated_pods_past_the_grace_while_the_scheduler_is_idle(self) -> None:
+        """At an idle sample, pods created gated more than 250 ms before and not yet released count; a busy
+        scheduler, a young pod, a released pod and an ungated pod do not."""
+        pods = [pod("old", 0.0, answered=0.0, released=2.0), pod("young", 0.9, answered=0.9, released=2.0),
+                pod("released", 0.0, answered=0.0, released=0.5), pod("ungated", 0.0, answered=0.0, gated=False)]
+        burst = Burst("policy", 1, pods, [idle_at(1.0), busy_at(1.5), idle_at(1.8), idle_at(2.5)], done=2.6)
+
+        assert {"samples": 4, "idle_samples": 3, "samples_with_waiting": 2, "max_waiting": 2} == \
+            figures.waiting_while_idle(burst)
+
+    def test_samples_outside_the_burst_are_left_out(self) -> None:
+        """Samples before the first POST or after the last event seen are not the burst's."""
+        burst = Burst("policy", 1, [pod("a", 1.0, answered=1.0)], [idle_at(0.5), idle_at(3.0)], done=2.0)
+
+        assert {"samples": 0, "idle_samples": 0, "samples_with_waiting": 0, "max_waiting": 0} == \
+            figures.waiting_while_idle(burst)
+
+    def test_a_disruption_splits_pods_by_when_they_were_sent(self) -> None:
+        """Pods sent between the stop and the successor's lead are "during"; the gap is in milliseconds."""
+        pods = [pod("before", 0.0, released=0.1, bound=0.2), pod("during", 1.5, released=3.0, bound=3.5),
+                pod("after", 4.0, released=4.1, bound=4.3)]
+        burst = Burst("failover", 1, pods, done=4.3, disruption=(1.0, 3.0))
+
+        split = figures.disrupted(burst)
+
+        assert 2000.0 == split["gap_ms"]
+        assert (200.0, 2000.0, 300.0) == (split["before"]["p50"], split["during"]["p50"], split["after"]["p50"])
+
+
+def burst_of(config: str, round_: int, bind: float, operator_cpu: float = 0.0) -> Burst:
+    pods = [pod(f"{config}-{i}", 0.0, gated=config != "none", released=0.05, bound=bind * (i + 1) / 10)
+            for i in range(10)]
+    return Burst(config, round_, pods, cpu={"draledger": operator_cpu}, done=bind)
+
+
+class TestSummary:
+    def test_the_headline_is_the_faster_gates(self) -> None:
+        """Added p50/p99 are the gate's percentiles less the ungated ones; the faster gate's are the headline."""
+        bursts = [burst_of("none", 1, 1.0), burst_of("policy", 1, 1.1, 0.4), burst_of("webhook", 1, 1.5, 0.5)]
+
+        summary = figures.summarize(bursts, {})
+
+        assert "policy" == summary["faster_gate"]
+        assert 50.0 == summary["added_p50_ms"]
+        assert 100.0 == summary["added_p99_ms"]
+        assert round(1.0 / 1.1, 3) == summary["throughput_ratio"]
+        assert 0.4 == summary["operator_cpu_s"]
+        assert 250.0 == summary["gates"]["webhook"]["added_p50_ms"]
+        assert {"p50", "p90", "p99", "max", "n"} == set(summary["configurations"]["none"]["time_to_bind_ms"])
+        assert summary["complete"]
+
+    def test_an_incomplete_burst_makes_the_run_incomplete(self) -> None:
+        """One burst at its deadline marks the whole run incomplete."""
+        late = burst_of("webhook", 1, 1.5)
+        late.complete = False
+
+        assert not figures.summarize([burst_of("none", 1, 1.0), burst_of("policy", 1, 1.1), late], {})["complete"]
+
+
+class TestTargets:
+    @pytest.mark.parametrize(("gate", "verdict"), [
+        pytest.param({"added_p50_ms": 50.0, "added_p99_ms": 250.0, "throughput_ratio": 0.95,
+                      "max_waiting_while_idle": 0}, [True, True, True, True], id="at-the-limits"),
+        pytest.param({"added_p50_ms": 51.0, "added_p99_ms": 251.0, "throughput_ratio": 0.94,
+                      "max_waiting_while_idle": 1}, [False, False, False, False], id="past-them"),
+        pytest.param({"added_p50_ms": None, "added_p99_ms": None, "throughput_ratio": None,
+                      "max_waiting_while_idle": 0}, [False, False, False, True], id="unmeasured"),
+    ])
+    def test_each_target_is_judged_on_the_faster_gate(self, gate: dict[str, float | None],
+                                                      verdict: list[bool]) -> None:
+        """≤ 50 ms added to p50, ≤ 250 ms to p99, ≥ 0.95 of the ungated rate, no pod waiting while idle; a
+        figure that could not be measured is not met."""
+        result = {"faster_gate": "policy", "gates": {"policy": gate}}
+
+        assert verdict == list(gate_report.judged(result).values())

@@ -13,6 +13,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "performance.md"
 DEPLOYMENT = ROOT / "manifests" / "base" / "deployment.yaml"
+CHART_VALUES = ROOT / "charts" / "dra-ledger" / "values.yaml"
 MIB = {"Mi": 1, "Gi": 1024}
 
 
@@ -52,6 +53,12 @@ class TestSizing:
 
         assert {"requests": {"cpu": cpu_request, "memory": memory_request},
                 "limits": {"cpu": cpu_limit, "memory": memory_limit}} == resources()
+
+    def test_the_chart_defaults_to_the_default_row(self) -> None:
+        """The Helm chart's values.yaml requests and limits what the Deployment (and the table's default row) says."""
+        values = yaml.safe_load(CHART_VALUES.read_text(encoding="utf-8"))
+        assert resources() == {kind: {name: str(value) for name, value in amounts.items()}
+                               for kind, amounts in values["resources"].items()}
 
     def test_three_sizes_are_published(self) -> None:
         """Rows for 100, 1,000 and 5,000 nodes."""

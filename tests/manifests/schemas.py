@@ -37,13 +37,11 @@ import jsonschema
 import kubernetes_validate
 import kubernetes_validate.utils
 import pytest
-from referencing import Registry, Resource
 
 from tests.realcluster import building
 from tests.realcluster.releases import RELEASES, Release, user_cache
 
 REQUIRE_ENV = "DRALEDGER_REQUIRE_REALCLUSTER"
-DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 # kubernetes-validate's types for the two definitions JSON allows either way (rule 3)
 EITHER = {
@@ -155,20 +153,15 @@ class Converted:
     kinds: dict[str, dict[str, Any]]
 
     def validate(self, obj: Mapping[str, Any]) -> None:
-        """Strictly, as ``kubernetes_validate.validate`` does, raising its errors."""
+        """Strictly, as ``kubernetes_validate.validate`` does, raising its errors; the definitions go along in the
+        schema's own ``$defs`` (kubernetes-validate resolves ``_definitions.json`` as a second document instead)."""
         api_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", obj["apiVersion"])
         found = self.kinds.get(f"{obj['kind'].lower()}-{api_version}.json")
         if found is None:
             raise kubernetes_validate.SchemaNotFoundError(kind=obj["kind"], version=self.release,
                                                           api_version=obj["apiVersion"])
-        group = obj["apiVersion"].split("/")[0] if "/" in obj["apiVersion"] else ""
-        schema = {**found, "$schema": DRAFT,
-                  "$id": "/".join(filter(None, ("https://kubernetes.io/api", obj["kind"].lower(),
-                                                 group.split(".")[0], obj["apiVersion"].split("/")[-1])))}
-        registry: Registry[Any] = Resource.from_contents(
-            {"$defs": self.defs, "$schema": DRAFT, "$id": DEFINITIONS_ID}) @ Registry()
         try:
-            jsonschema.Draft202012Validator(schema, registry=registry).validate(obj)
+            jsonschema.Draft202012Validator({**found, "$schema": DRAFT, "$defs": self.defs}).validate(obj)
         except jsonschema.ValidationError as error:
             raise kubernetes_validate.ValidationError(error, version=self.release) from None
 
@@ -225,7 +218,8 @@ def prepare_for(items: Iterable[pytest.Item]) -> None:
 @cache
 def _converted(release: str, path: Path) -> Converted:
     document = json.loads(path.read_text(encoding="utf-8"))
-    return Converted(version_of(release)[:-2], definitions(document), kinds(document))
+    local = json.loads(json.dumps(kinds(document)).replace('"/api/_definitions.json#/$defs/', '"#/$defs/'))
+    return Converted(version_of(release)[:-2], definitions(document), local)
 
 
 def validator(release: str) -> Any:

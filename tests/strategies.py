@@ -256,6 +256,20 @@ def as_list(items: Iterable[Raw]) -> Raw:
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": list(items)}
 
 
+def claims_with_problems(memory: str | None = None) -> list[Raw]:
+    """Node n1 (4 cpu, 1Gi), two cores of a v1.36 driver, a claim two pods consume (``SharedAcrossPods``) and a
+    claim no container references (``UnreferencedClaim``): two problems the claims show and the node's list does
+    not; the first pod asks for ``memory``."""
+    cores = slice_obj("cores", pool="cores", devices=[device(f"core-{i}", v136=CPU1) for i in range(2)])
+    asks = {"memory": memory} if memory is not None else None
+    return [node_obj("n1", allocatable={"cpu": "4", "memory": "1Gi"}), cores,
+            claim_obj("shared", results=[result("core-0", pool="cores")]),
+            claim_obj("idle", results=[result("core-1", pool="cores")]),
+            pod_obj("a", containers=[container("c", asks, claims=["x"])], resource_claims=[direct("x", "shared")]),
+            pod_obj("b", containers=[container("c", claims=["x"])], resource_claims=[direct("x", "shared")]),
+            pod_obj("d", containers=[container("c")], resource_claims=[direct("y", "idle")])]
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Strategies
 #

@@ -1,4 +1,4 @@
-"""The accounting rules of the ledger contract (section 1): footprints, contributions, zones, phases, state."""
+"""The accounting rules of docs/accounting.md: footprints, contributions, zones, phases, state."""
 
 from __future__ import annotations
 

@@ -185,7 +185,7 @@ class TestConformance:
     def test_through_the_command(self, case: str, conformance_cases: dict[str, dict[str, Any]],
                                  command_results: dict[str, subprocess.CompletedProcess[str]]) -> None:
         """`draledger audit -f CASE -o json` prints the expected ledgers and exits 0 (no --fail-on), whatever
-        the phases, as the contract says."""
+        the phases (docs/cli.md: only --fail-on turns a phase into exit 1)."""
         expect = conformance_cases[case]["expect"]
         done = command_results[case]
         output = json.loads(done.stdout)
@@ -641,8 +641,8 @@ def ill_typed_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.Comple
 
 
 class TestIllTypedObjects:
-    """Issue 13, item 8: ill-typed objects crashed ``audit`` (exit 1, a traceback); the contract is a named
-    problem, in the node's ledger, with every node still computed."""
+    """Issue 13, item 8: ill-typed objects crashed ``audit`` (exit 1, a traceback); what the docs promise is a
+    named problem, in the node's ledger, with every node still computed."""
 
     def test_exit_zero_and_every_node_computed(self, ill_typed_run: subprocess.CompletedProcess[str]) -> None:
         """Exit 0, no traceback, and both ledgers with exact figures (the huge request is not counted)."""

@@ -16,13 +16,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 
 from draledger.commands.audit import ledgers_of
+from draledger.commands.tables import ledger_table
 from draledger.core import crds
 from draledger.core.accounting.ledger import Condition, Flags
 from draledger.core.ledgers import API_VERSION, KIND, condition_bodies, ledger_object, problem_body
 from draledger.core.loading import load
 from draledger.core.models import NodeAllocatableLedgerSpec, status_json, status_of
 from draledger.core.views import ObjectRef, Problem
-from strategies import clusters
+from strategies import claims_with_problems, clusters
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "crds" / "nodeallocatableledgers.yaml"
@@ -102,7 +103,7 @@ class TestCommittedCrd:
         assert crds.crd() == yaml.safe_load(COMMITTED.read_text(encoding="utf-8"))
 
     def test_names(self) -> None:
-        """Group, version, kind, plural, short name, scope and the status subresource follow the contract."""
+        """Group, version, kind, plural, short name, scope and the status subresource are those the docs name."""
         spec = crds.crd()["spec"]
         assert ("draledger.dev", "Cluster", "NodeAllocatableLedger", "nodeallocatableledgers", ["nal"]) == (
             spec["group"], spec["scope"], spec["names"]["kind"], spec["names"]["plural"], spec["names"]["shortNames"])
@@ -194,6 +195,12 @@ def printer_columns() -> list[dict[str, Any]]:
     return crds.crd()["spec"]["versions"][0]["additionalPrinterColumns"]  # type: ignore[no-any-return]
 
 
+def summary_cells(ledger: dict[str, Any]) -> list[Any]:
+    """The cells ``kubectl get nal -o wide`` prints from ``status.summary``: CPU, Memory, Scheduler, Problems."""
+    summary = ledger["status"]["summary"]
+    return [summary["cpu"], summary["memory"], summary["scheduler"], summary["problems"]]
+
+
 class TestPrinterColumns:
     def test_default_columns(self) -> None:
         """kubectl get nal shows phase, humanised cpu and memory, claims, mapping version and age, in that order."""
@@ -219,6 +226,24 @@ class TestPrinterColumns:
         """Every column of audit's table but OTHER (one line per extended resource) is a column of kubectl get nal."""
         audit = {"NAME", "PHASE", "CPU", "MEMORY", "CLAIMS", "SCHEDULER", "PROBLEMS"}
         assert audit <= {"NAME", *(c["name"].upper() for c in printer_columns())}
+
+    @pytest.mark.parametrize("case", sorted(p.stem for p in (ROOT / "tests" / "conformance").glob("*.json")))
+    def test_cells_are_the_audit_tables(self, case: str, conformance_cases: dict[str, dict[str, Any]]) -> None:
+        """For every ledger of every conformance case, the CPU, Memory, Scheduler and Problems cells of kubectl get
+        nal (``status.summary``) read as the same columns of audit's table."""
+        ledgers = audit_items(conformance_cases[case]["dump"]["items"])
+        rows = [re.split(r"\s{3,}", line.strip()) for line in ledger_table(ledgers).splitlines()[1:]]
+        assert [[row[0], row[2], row[3], row[6], row[7]] for row in rows] == [
+            [ledger["status"]["nodeName"], *map(str, summary_cells(ledger))] for ledger in ledgers]
+
+    def test_whole_mebibytes_and_the_claims_problems(self) -> None:
+        """64Mi of memory reads 64Mi/1Gi, not 0.06Gi/1Gi; Problems counts the problems of the claims that
+        status.problems does not list (a claim two pods share, a claim no container references)."""
+        items = claims_with_problems(memory="64Mi")
+        (ledger,) = audit_items(items)
+
+        assert [] == ledger["status"]["problems"]
+        assert ("64Mi/1Gi", 2) == (ledger["status"]["summary"]["memory"], ledger["status"]["summary"]["problems"])
 
     def test_columns_point_at_schema_fields(self) -> None:
         """Every status column's path exists in the schema with the column's type."""

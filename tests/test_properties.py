@@ -47,7 +47,7 @@ def ledgers(items: Iterable[Raw]) -> dict[str, Ledger]:
 
 
 # ------------------------------------------------------------------ an independent footprint calculator
-# Plain Decimal arithmetic straight from the raw objects, written from the contract's text, sharing no code
+# Plain Decimal arithmetic straight from the raw objects, written from docs/accounting.md's text, sharing no code
 # with draledger (not even the quantity parser).
 
 _UNITS = {"": Decimal(1), "m": Decimal("0.001"), "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30)}

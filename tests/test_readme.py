@@ -141,3 +141,20 @@ def test_the_docs_picture_is_the_first_example() -> None:
             (phase,) = [text for text in texts if text in PHASES]
             drawn[name] = phase
     assert in_readme == drawn
+
+
+def test_the_docs_picture_is_current() -> None:
+    """docs/images/ledger-report.svg is what docs/examples/make_report.py renders now (figures, rules and layout
+    as the code has them); DRALEDGER_REGENERATE_DOCS=1 writes it anew (tests/generated_docs.py)."""
+    from draledger.commands.audit import ledgers_of
+    from draledger.commands.dumps import load_paths
+    from draledger.commands.report import render_svg
+    from draledger.core.accounting.ledger import Flags
+    from tests.generated_docs import REGENERATE
+
+    picture = ROOT / "docs/images/ledger-report.svg"
+    now = render_svg(ledgers_of(load_paths([str(ROOT / "tests/data/example-cluster.json")]), Flags(),
+                                "2026-12-02T10:00:00Z"), title="dra-ledger: the example cluster")
+    if os.environ.get(REGENERATE, "") not in ("", "0"):
+        picture.write_text(now, encoding="utf-8")
+    assert now == picture.read_text(encoding="utf-8"), "regenerate it with docs/examples/make_report.py"

@@ -243,6 +243,23 @@ def test_a_row_reads_in_one_unit() -> None:
     assert "free 452Gi" in texts
 
 
+@pytest.mark.parametrize(("spec", "why"), [
+    pytest.param({"frozen": True, "reason": "GPU driver upgrade"}, "frozen: GPU driver upgrade", id="its-reason"),
+    pytest.param({"frozen": True}, "frozen: no reason given", id="no-reason"),
+    pytest.param({"frozen": False}, "frozen: cluster-wide (--frozen)", id="cluster-wide"),
+])
+def test_a_frozen_node_says_why(spec: dict[str, Any], why: str) -> None:
+    """A Frozen node's card, full or compact, opens its second line with why it is frozen (its spec.reason)."""
+    frozen = {**synthetic(0, phase="Frozen"), "spec": spec}
+    full = texts_of(panel_named(parse(render_svg([frozen, synthetic(1)])), "worker-000"))
+    many = [frozen, *(synthetic(i) for i in range(1, OVERVIEW_ABOVE + 1))]
+    compact = texts_of(panel_named(parse(render_svg(many)), "worker-000"))
+
+    assert f"{why} · 1 claim" in full
+    assert f"{why} · 1 claim" in compact
+    assert "frozen" not in texts_of(panel_named(parse(render_svg([frozen, synthetic(1)])), "worker-001"))
+
+
 def test_write_svg_writes_the_rendering(tmp_path: Path, cluster: list[dict[str, Any]]) -> None:
     """write_svg writes exactly what render_svg returns, as UTF-8."""
     target = tmp_path / "report.svg"

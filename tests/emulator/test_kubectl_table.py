@@ -13,9 +13,14 @@ from typing import Any
 
 import pytest
 
+from draledger.commands.audit import ledgers_of
+from draledger.commands.tables import ledger_table
+from draledger.core.accounting.ledger import Flags
 from draledger.core.crds import PRINTER_COLUMNS
+from draledger.core.loading import load
 from draledger.demo.emulator import ClusterEmulator, write_kubeconfig
 from draledger.demo.emulator.printing import human_duration, requested_table
+from strategies import claims_with_problems
 from tests.emulator.conftest import Api
 
 TABLE = ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,"
@@ -195,6 +200,20 @@ class TestKubectl:
             wide[0].split()
         assert ["worker-1", "Ready", "9.6/64", "9.13Gi/256Gi", "2", "3", "5m", "InSync", "0", "v1.37"] == \
             wide[1].split()
+
+    async def test_get_nal_prints_the_audit_tables_figures(self, config: pathlib.Path,
+                                                           emulator: ClusterEmulator) -> None:
+        """A ledger as the operator writes it: MEMORY reads 64Mi/1Gi (not 0.06Gi/1Gi) and PROBLEMS counts the
+        problems of its claims (one shared by two pods, one no container references), as audit's table does."""
+        items = claims_with_problems(memory="64Mi")
+        ledgers = ledgers_of(load(items, "test"), Flags(), "2026-12-02T09:55:00Z")
+        emulator.load_objects(ledgers)
+        table = ledger_table(ledgers).splitlines()[1].split()
+
+        wide = (await run_kubectl(config, "get", "nal", "-o", "wide")).splitlines()
+        assert ["n1", "Ready", "64Mi/1Gi", "2"] == [table[0], table[1], table[3], table[-1]]
+        assert [table[0], table[1], table[2], table[3], "Diverged", "2"] == [
+            wide[1].split()[i] for i in (0, 1, 2, 3, 7, 8)]
 
     async def test_get_pods_all_namespaces(self, config: pathlib.Path, loaded: ClusterEmulator) -> None:
         """`kubectl get pods -A` adds NAMESPACE from the rows' metadata; the status reads SchedulingGated."""

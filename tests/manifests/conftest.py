@@ -1,5 +1,6 @@
 """Fixtures that render manifests/ with the real ``kubectl kustomize`` (variants: tests/manifests/kustomized.py),
-and the pinned helm and kustomize binaries (tests/manifests/pinned.py), built before the first test."""
+and the pinned helm and kustomize binaries (tests/manifests/pinned.py) and the schemas of the releases
+kubernetes-validate lacks (tests/manifests/schemas.py), made before the first test."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.manifests import pinned
+from tests.manifests import pinned, schemas
 from tests.manifests.kustomized import Objects, kubectl_binary, variant_directories
 from tests.manifests.pinned import helm  # noqa: F401 (a fixture)
 
@@ -21,6 +22,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     """Build the pinned tools the selected tests need, before any test runs (pinned.py, rule 2)."""
     if not session.config.option.collectonly:
         pinned.prepare_for(session.items)
+        schemas.prepare_for(session.items)
 
 
 @pytest.fixture(scope="session")

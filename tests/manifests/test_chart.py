@@ -1,6 +1,6 @@
 """The Helm chart charts/dra-ledger: it lints, every values file of ci/ renders valid objects for every release of
-the matrix that kubernetes-validate has schemas for, the namespace is the release's everywhere, and values that
-cannot work are refused with one line naming the value."""
+the matrix (tests/manifests/schemas.py), the namespace is the release's everywhere, and values that cannot work are
+refused with one line naming the value."""
 
 from __future__ import annotations
 
@@ -9,43 +9,29 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
-import kubernetes_validate.utils
 import pytest
 import yaml
 
 from draledger.operator.config import OPTIONS
 from draledger.operator.options import ConfigError
+from tests.manifests import schemas
 from tests.manifests.charted import CHART, CI_VALUES, KUBERNETES, rendered, template, values
 from tests.manifests.kustomized import Objects, find, one
 from tests.manifests.test_manifest_render import CLUSTER_SCOPED, CUSTOM_CHECKS, NAMED_WAVES, WAVES
 from tests.realcluster.releases import RELEASES
 
-SCHEMA_VERSIONS = {name: ".".join(release.kubernetes.lstrip("v").split(".")[:2]) + ".0"
-                   for name, release in RELEASES.items()}
+SCHEMA_VERSIONS = {name: schemas.version_of(name) for name in RELEASES}
 
 
-def has_schemas(version: str) -> bool:
-    try:
-        kubernetes_validate.validate({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, version,
-                                     strict=True)
-    except kubernetes_validate.utils.VersionNotSupportedError:
-        return False
-    return True
-
-
-VALIDATED = sorted(name for name, version in SCHEMA_VERSIONS.items() if has_schemas(version))
-UNVALIDATED = sorted(set(SCHEMA_VERSIONS) - set(VALIDATED))
-
-
-def validate(objects: Objects, version: str) -> None:
-    """Built-in kinds strictly against the official schemas of ``version``; CRD kinds by our structural checks."""
+def validate(objects: Objects, release: str) -> None:
+    """Built-in kinds strictly against the release's official schemas; CRD kinds by our structural checks."""
+    check_builtin = schemas.validator(release)
     for obj in objects:
         check = CUSTOM_CHECKS.get((obj["apiVersion"], obj["kind"]))
         if check is not None:
             check(obj, objects)
         else:
-            kubernetes_validate.validate(obj, version, strict=True)
+            check_builtin(obj)
 
 
 def lint(helm: Path, *args: str) -> tuple[int, str]:
@@ -69,12 +55,13 @@ class TestLint:
 
 @pytest.mark.parametrize("name", CI_VALUES)
 class TestCiValues:
-    @pytest.mark.parametrize("release", VALIDATED)
-    def test_every_object_is_valid(self, helm: Path, name: str, release: str) -> None:
-        """Every rendered object validates for the release (kubernetes-validate strict, or our CRD-kind checks)."""
-        objects = rendered(helm, *values(name), kubernetes=SCHEMA_VERSIONS[release])
+    @pytest.mark.parametrize("schema_release", list(RELEASES))
+    def test_every_object_is_valid(self, helm: Path, name: str, schema_release: str) -> None:
+        """Every object rendered for the release validates for it (its official schemas strictly, or our CRD-kind
+        checks)."""
+        objects = rendered(helm, *values(name), kubernetes=SCHEMA_VERSIONS[schema_release])
         assert objects
-        validate(objects, SCHEMA_VERSIONS[release])
+        validate(objects, schema_release)
 
     def test_objects_are_unique_and_waved(self, helm: Path, name: str) -> None:
         """No two objects share kind, namespace and name; each templated one carries the manifests' sync wave."""
@@ -111,11 +98,6 @@ def test_every_value_the_chart_sets_is_read(helm: Path, name: str) -> None:
 
     assert {"DRALEDGER_POD_STATUS", "DRALEDGER_LEADER_ELECTION"} <= {variable for variable, _ in values_set}
     assert [] == unread
-
-
-def test_the_matrix_without_schemas_is_named() -> None:
-    """kubernetes-validate 1.37.0 has no v1.38 schemas: v1.38 is the one release the chart is not validated for."""
-    assert (["v1.36", "v1.37"], ["v1.38"]) == (VALIDATED, UNVALIDATED)
 
 
 def strings(value: Any) -> list[str]:

@@ -1,7 +1,8 @@
 """What the kind suite applies is valid for v1.36 and consistent, checked here where there is no cluster.
 
-Covered: every object of e2e/manifests/ (strict kubernetes-validate 1.36.0, resource.k8s.io/v1 included),
-e2e/overlay rendered with the real `kubectl kustomize` (each object validated as in test_manifest_render),
+Covered: every object of e2e/manifests/ (strict kubernetes-validate 1.36.0, resource.k8s.io/v1 included; on the
+later releases only the v1.36-shaped ResourceSlice is refused), e2e/overlay rendered with the real `kubectl
+kustomize` (each object validated for every release, as in test_manifest_render),
 and e2e/kind-config.yaml. The consistency checks are the assumptions e2e/test_kind.py makes: the pod is
 gated by the policy in its namespace, its claim resolves to the published devices of the canary node, and
 every device maps to node cpu in the v1.36 shape.
@@ -18,9 +19,11 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from tests.manifests import schemas
 from tests.manifests.kustomized import ROOT, Objects, find, one
 from tests.manifests.test_manifest_admission import GATE, _activation, _selects, matches
 from tests.manifests.test_manifest_render import CUSTOM_CHECKS, KUBERNETES, _metadata
+from tests.realcluster.releases import RELEASES
 
 E2E = ROOT / "e2e"
 FIXTURES = sorted((E2E / "manifests").glob("*.yaml"))
@@ -72,6 +75,23 @@ def test_fixture_objects_are_valid_for_v1_36(path: Path) -> None:
         assert "1.36" == kubernetes_validate.validate(obj, KUBERNETES, strict=True)
 
 
+@pytest.mark.parametrize("schema_release", [name for name in RELEASES if name != "v1.36"])
+def test_fixture_objects_on_later_releases(schema_release: str, fixtures: Objects) -> None:
+    """The kind suite runs v1.36 (e2e/kind-config.yaml): on the later releases every fixture is still valid but the
+    ResourceSlice, whose v1.36 device field (nodeAllocatableResourceMappings) v1.37 renamed, as strict validation
+    says."""
+    validate = schemas.validator(schema_release)
+    refused = []
+    for obj in fixtures:
+        try:
+            validate(obj)
+        except kubernetes_validate.ValidationError as error:
+            refused.append((obj["kind"], "nodeAllocatableResourceMappings" in str(error.message)))
+
+    assert "kindest/node:v1.36." in (E2E / "kind-config.yaml").read_text(encoding="utf-8")
+    assert [("ResourceSlice", True)] == refused
+
+
 def test_validator_knows_the_v1_36_mapping_shape(fixtures: Objects) -> None:
     """The schema checks the fields inside nodeAllocatableResourceMappings and has no v1.37 device field, so
     passing means something (it does not check quantity syntax: the fixtures' quantities are plain integers)."""
@@ -88,8 +108,11 @@ def test_validator_knows_the_v1_36_mapping_shape(fixtures: Objects) -> None:
             kubernetes_validate.validate(obj, KUBERNETES, strict=True)
 
 
-def test_e2e_overlay_renders_valid_objects(e2e_overlay: Objects) -> None:
-    """e2e/overlay renders with `kubectl kustomize`; built-in kinds pass 1.36 strict, CRD kinds our checks."""
+@pytest.mark.parametrize("schema_release", list(RELEASES))
+def test_e2e_overlay_renders_valid_objects(e2e_overlay: Objects, schema_release: str) -> None:
+    """e2e/overlay renders with `kubectl kustomize`; built-in kinds pass the release's schemas strictly (the
+    operator's install is not tied to the kind suite's v1.36), CRD kinds our checks."""
+    validate = schemas.validator(schema_release)
     assert e2e_overlay
     keys = [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in e2e_overlay]
     assert sorted(set(keys)) == sorted(keys)
@@ -99,7 +122,7 @@ def test_e2e_overlay_renders_valid_objects(e2e_overlay: Objects) -> None:
         if check is not None:
             check(obj, e2e_overlay)
         else:
-            kubernetes_validate.validate(obj, KUBERNETES, strict=True)
+            validate(obj)
 
 
 # --- what the e2e overlay deploys -------------------------------------------------------------------------

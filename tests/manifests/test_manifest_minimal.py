@@ -11,7 +11,9 @@ from collections.abc import Callable
 import kubernetes_validate
 import pytest
 
+from tests.manifests import schemas
 from tests.manifests.kustomized import MANIFESTS, Objects, find, one
+from tests.realcluster.releases import RELEASES
 
 VARIANT = "minimal+admission-policy"  # overlays/minimal (see kustomized.VARIANTS)
 KUBERNETES = "1.36.0"
@@ -35,10 +37,12 @@ class TestMinimalOverlay:
         """No annotation or reference is left for cert-manager's CA injector to act on."""
         assert [] == [o["kind"] for o in render(VARIANT) if "cert-manager.io" in str(o)]
 
-    def test_every_object_is_valid_for_kubernetes(self, render: Callable[[str], Objects]) -> None:
-        """Every object validates strictly against the official v1.36 schemas (none needs a custom check)."""
+    @pytest.mark.parametrize("schema_release", list(RELEASES))
+    def test_every_object_is_valid_for_kubernetes(self, render: Callable[[str], Objects], schema_release: str) -> None:
+        """Every object validates strictly against the release's official schemas (none needs a custom check)."""
+        validate = schemas.validator(schema_release)
         for obj in render(VARIANT):
-            kubernetes_validate.validate(obj, KUBERNETES, strict=True)
+            validate(obj)
 
     def test_gates_with_the_admission_policy(self, render: Callable[[str], Objects]) -> None:
         """Pods are gated by the MutatingAdmissionPolicy and its binding; the webhook is off and gone."""

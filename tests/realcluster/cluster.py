@@ -174,7 +174,9 @@ def create_node(api: Api, name: str, *, release: Release, capacity: dict[str, st
 
     Defaults: cpu 16, memory 64Gi, pods 110, allocatable = capacity, ``status.declaredFeatures`` as the release's
     kubelet declares them with DRANodeAllocatableResources on (v1.37 refuses node-allocatable slices for a node
-    without it). ``taints`` are kept; the not-ready taint that admission adds is removed (module rule 2).
+    without it), and ``status.nodeInfo.kubeletVersion`` the release's, as its kubelet reports it: what ``draledger
+    audit`` of a dump reads the release from, as the operator reads it from ``/version`` (v1.38's rules cannot be
+    told from v1.37's JSON). ``taints`` are kept; the not-ready taint that admission adds is removed (module rule 2).
     """
     capacity = capacity or {"cpu": "16", "memory": "64Gi", "pods": "110"}
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -191,6 +193,7 @@ def create_node(api: Api, name: str, *, release: Release, capacity: dict[str, st
                             "lastTransitionTime": now}],
             "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": name}],
             "declaredFeatures": sorted(release.declared_features if declared_features is None else declared_features),
+            "nodeInfo": {"kubeletVersion": release.kubernetes},
         },
     }
     created = api.create("/api/v1/nodes", node)

@@ -1,13 +1,10 @@
 """Tables that read like kubectl's: upper-case headers, left-aligned columns, three spaces apart.
 
 Rules:
-1. Figures are for people (``41.7Gi/494Gi``, both sides of a pair in one unit, core/figures.py); the exact ones
-   are in ``-o json|yaml``.
-2. A byte amount that is a whole number below 1000 of a binary unit prints exactly so (``64Mi``, ``512Mi``,
-   ``1Gi``), whatever the other side's unit: rounded into the pair's unit it would read ``0.06Gi`` or
-   ``0.5Gi``, figures nobody wrote. Other amounts keep the three significant digits.
-3. PROBLEMS counts every problem the ledger shows: those of ``status.problems`` and, once each, a claim's
-   problems that the node's list does not repeat (``SharedAcrossPods``, ``UnreferencedClaim``).
+1. Figures are for people, as core/figures.py prints them (``41.7Gi/494Gi``, both sides of a pair in one unit,
+   but ``64Mi/1Gi``: a whole binary amount as written); the exact ones are in ``-o json|yaml``.
+2. PROBLEMS counts every problem the ledger shows (``core.ledgers.problem_count``), as ``kubectl get nal -o wide``
+   does.
 """
 
 from __future__ import annotations
@@ -16,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from draledger.commands import colour
-from draledger.core.figures import BINARY, humanize, is_bytes, unit_for
-from draledger.core.quantities import NANO, parse_quantity
+from draledger.core.figures import humanize_pair
+from draledger.core.ledgers import problem_count
 from draledger.core.views.problems import printable
 
 MAIN = ("cpu", "memory")
@@ -43,37 +40,9 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def exact_binary(resource: str, nanos: int) -> str | None:
-    """``64Mi`` for 64 MiB of a byte resource, when the amount is a whole number below 1000 of a binary unit
-    (rule 2); None otherwise."""
-    if not is_bytes(resource) or nanos <= 0 or nanos % NANO:
-        return None
-    value = nanos // NANO
-    for index in range(len(BINARY) - 1, -1, -1):
-        size = 1024**index
-        if value % size == 0:
-            return f"{value // size}{BINARY[index]}" if value // size < 1000 else None
-    return None
-
-
-def pair(resource: str, used: str, total: str) -> str:
-    """``used/total`` for people: in the unit of the larger side, or exact by rule 2."""
-    nanos = (parse_quantity(used).nanos, parse_quantity(total).nanos)
-    unit = unit_for(resource, max(abs(n) for n in nanos))
-    return "/".join(exact_binary(resource, n) or humanize(resource, n, unit) for n in nanos)
-
-
 def _pair(resources: dict[str, Any], name: str, used: str = "requested", total: str = "allocatable") -> str:
     line = resources.get(name)
-    return pair(name, line[used], line[total]) if line else "-"
-
-
-def problem_count(status: dict[str, Any]) -> int:
-    """Every problem the ledger shows (rule 3)."""
-    listed = {(p.get("reason"), p.get("kind"), p.get("namespace"), p.get("name")) for p in status["problems"]}
-    extra = {(reason, "ResourceClaim", claim.get("namespace"), claim.get("name"))
-             for claim in status.get("claims") or () for reason in claim.get("problems") or ()} - listed
-    return len(status["problems"]) + len(extra)
+    return humanize_pair(name, line[used], line[total]) if line else "-"
 
 
 def _paint_phase(column: int, text: str) -> str:

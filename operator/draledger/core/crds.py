@@ -15,9 +15,9 @@ from pydantic import BaseModel
 from draledger.core import ledgers, models
 
 # ``kubectl get nal`` reads like ``draledger audit``'s table: printer columns can only show a field as it is,
-# so CPU and Memory read ``status.summary`` (the audit figures, humanised: ``3.5/64``, ``41.7Gi/494Gi``) rather
-# than the exact quantities. Priority 1 columns are shown by ``-o wide`` only; like kubectl's own wide
-# columns they come after Age.
+# so CPU, Memory and Problems read ``status.summary`` (the audit table's figures, by the same functions:
+# ``3.5/64``, ``41.7Gi/494Gi``, ``64Mi/1Gi``; core/ledgers.py, rule 4) rather than the exact quantities.
+# Priority 1 columns are shown by ``-o wide`` only; like kubectl's own wide columns they come after Age.
 PRINTER_COLUMNS: list[dict[str, Any]] = [
     {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
     {
@@ -52,7 +52,7 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
         "type": "integer",
         "jsonPath": ".status.summary.problems",
         "priority": 1,
-        "description": "how many problems status.problems lists",
+        "description": "how many problems the ledger shows: status.problems and the claims' own",
     },
     {
         "name": "Release",

@@ -7,8 +7,14 @@ notation. The rules, the same everywhere a person reads a figure:
   cores (millicores below one core), anything else as a plain number;
 - three significant digits, trailing zeros dropped (``41.7``, ``494``, ``10``), rounded half away from zero,
   computed exactly (decimals over whole nano-units, never floats);
-- a pair (``used/total``) is printed in the unit of its larger side, so both figures read alike; a non-zero
-  amount that would round to nothing shows as ``<0.01`` of that unit rather than a false ``0``.
+- a pair (``used/total``), or the figures of one row, are printed in the unit of the largest, so that they read
+  alike; a non-zero amount that would round to nothing shows as ``<0.01`` of that unit rather than a false ``0``;
+- but a byte amount that is a whole number below 1000 of a binary unit prints exactly so (``64Mi``, ``512Mi``,
+  ``1Gi``), whatever the unit of the others: rounded into theirs it would read ``0.06Gi`` or ``0.5Gi``, figures
+  nobody wrote.
+
+Every table (``audit``, ``export``, the demo), ``kubectl get nal``'s columns (``status.summary``) and the SVG
+report print figures through here.
 """
 
 from __future__ import annotations
@@ -54,18 +60,35 @@ def _digits(value: Decimal) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def exact_binary(resource: str, nanos: int) -> str | None:
+    """``64Mi`` for 64 MiB of a byte resource, when the amount is a whole number below 1000 of a binary unit;
+    None otherwise."""
+    if not is_bytes(resource) or nanos <= 0 or nanos % NANO:
+        return None
+    value = nanos // NANO
+    for index in range(len(BINARY) - 1, -1, -1):
+        size = 1024**index
+        if value % size == 0:
+            return f"{value // size}{BINARY[index]}" if value // size < 1000 else None
+    return None
+
+
 def humanize(resource: str, amount: Quantity | str | int, unit: tuple[str, Decimal] | None = None) -> str:
-    """One figure for people: ``humanize("memory", "42688Mi") == "41.7Gi"``; ``unit`` forces the unit."""
+    """One figure for people: ``humanize("memory", "42688Mi") == "41.7Gi"``; ``unit`` is the unit of the figures
+    it is read with, which a whole binary amount does not take (``exact_binary``)."""
     nanos = _nanos(amount)
     if nanos == 0:
         return "0"
+    exact = exact_binary(resource, nanos) if unit is not None else None
+    if exact is not None:
+        return exact
     suffix, size = unit or unit_for(resource, nanos)
     return f"{_digits(_EXACT.divide(Decimal(nanos), size))}{suffix}"
 
 
 def humanize_pair(resource: str, used: Quantity | str | int, total: Quantity | str | int) -> str:
     """``used/total`` in the unit of the larger side: ``humanize_pair("memory", "10Gi", "448762426368")`` is
-    ``10Gi/418Gi``."""
+    ``10Gi/418Gi``, ``humanize_pair("hugepages-2Mi", "64Mi", "1Gi")`` is ``64Mi/1Gi``."""
     used_nanos, total_nanos = _nanos(used), _nanos(total)
     unit = unit_for(resource, max(abs(used_nanos), abs(total_nanos)))
     return f"{humanize(resource, used_nanos, unit)}/{humanize(resource, total_nanos, unit)}"

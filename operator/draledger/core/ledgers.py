@@ -6,14 +6,18 @@ Rules:
 2. Serialization is deterministic (sorted keys and lists), so an unchanged ledger serializes to the same
    bytes and the operator can skip the write.
 3. Versions and timestamps are inputs: this module never reads a clock.
-4. ``summary`` repeats a few figures for people (``kubectl get nal``'s columns), humanised by
-   ``core.figures``; nothing reads it back, and it changes only when the exact figures do.
-5. No pydantic here: ``draledger audit`` builds every body without importing it; tests hold the bodies
+4. ``summary`` repeats a few figures for people (``kubectl get nal``'s columns): what ``audit``'s table prints,
+   by the same functions (``core.figures.humanize_pair``, ``problem_count``); nothing reads it back, and it
+   changes only when the exact figures do.
+5. PROBLEMS (``problem_count``) counts every problem the ledger shows: those of ``status.problems`` and, once each,
+   a claim's problems that the node's list does not repeat (``SharedAcrossPods``, ``UnreferencedClaim``).
+6. No pydantic here: ``draledger audit`` builds every body without importing it; tests hold the bodies
    equal to the model's own dump (``core.models``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from draledger.core.accounting.ledger import Condition, Ledger, ResourceLine
@@ -106,8 +110,8 @@ def status_body(
         ],
         "problems": [problem_body(p) for p in ledger.problems],
         "conditions": condition_bodies(ledger.conditions, previous_conditions, now),
-        "summary": summary(ledger),
     }
+    body["summary"] = summary(ledger, body)
     if ledger.rejected_slices:
         body["rejectedSlices"] = [
             {
@@ -122,8 +126,8 @@ def status_body(
     return body
 
 
-def summary(ledger: Ledger) -> dict[str, Any]:
-    """The ``summary`` for ``kubectl get nal`` (rule 4): the figures ``audit``'s table prints."""
+def summary(ledger: Ledger, status: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``summary`` for ``kubectl get nal`` (rule 4) of ``ledger``, whose status body is ``status``."""
 
     def pair(name: str) -> str:
         line = ledger.resources.get(name)
@@ -131,7 +135,16 @@ def summary(ledger: Ledger) -> dict[str, Any]:
 
     in_sync = any(c.type == "SchedulerInSync" and c.status == "True" for c in ledger.conditions)
     return {"cpu": pair("cpu"), "memory": pair("memory"), "scheduler": "InSync" if in_sync else "Diverged",
-            "problems": len(ledger.problems)}
+            "problems": problem_count(status)}
+
+
+def problem_count(status: Mapping[str, Any]) -> int:
+    """Every problem a ledger's status shows (rule 5)."""
+    problems = status.get("problems") or ()
+    listed = {(p.get("reason"), p.get("kind"), p.get("namespace"), p.get("name")) for p in problems}
+    extra = {(reason, "ResourceClaim", claim.get("namespace"), claim.get("name"))
+             for claim in status.get("claims") or () for reason in claim.get("problems") or ()} - listed
+    return len(problems) + len(extra)
 
 
 def line_figures(line: ResourceLine) -> dict[str, str]:

@@ -103,9 +103,10 @@ class RejectedSliceRecord(_Model):
 
 class LedgerSummary(_Model):
     cpu: str = Field(description="for people: cpu requested/allocatable, humanised (3.5/64); - without cpu")
-    memory: str = Field(description="for people: memory requested/allocatable, humanised (41.7Gi/494Gi)")
+    memory: str = Field(description="for people: memory requested/allocatable, humanised (41.7Gi/494Gi, 64Mi/1Gi)")
     scheduler: str = Field(description="InSync when the scheduler charged what the ledger counts, else Diverged")
-    problems: int = Field(ge=0, description="how many problems the ledger lists")
+    problems: int = Field(ge=0, description="how many problems the ledger shows: status.problems and the claims' "
+                                         "own (SharedAcrossPods, UnreferencedClaim)")
 
 
 class NodeAllocatableLedgerStatus(_Model):

@@ -1,6 +1,6 @@
 """A ledger's phase: the one place its names are defined.
 
-Rules (ledger contract, section 2):
+Rules (docs/accounting.md, 10 "Phases and conditions"; docs/operations.md, "Phases"):
 1. The phase is the first that applies, in this order: Rebuilding (the operator is loading its caches), Frozen
    (``spec.frozen``: new claim pods stay gated), Stale (inputs missing or old), Overcommitted (requested exceeds
    allocatable), Ready.

@@ -102,8 +102,9 @@ class _NodeSeries(Collector):
 
 
 class _PhaseCounts(Collector):
-    """``draledger_ledgers{phase}``, counted at scrape time from the stored ledgers: counting them after every
-    write pass cost a pass over every node (1.5 ms at 5,000 nodes, about 75 µs a pod event at 100/s)."""
+    """``draledger_ledgers{phase}``, counted at scrape time from the stored ledgers of the nodes the operator
+    accounts for (operator/running.py, rule 2): counting them after every write pass cost a pass over every node
+    (1.5 ms at 5,000 nodes, about 75 µs a pod event at 100/s)."""
 
     def __init__(self) -> None:
         self.phases: Callable[[], Iterable[str]] = lambda: ()
@@ -112,7 +113,9 @@ class _PhaseCounts(Collector):
         counts: dict[str, int] = dict.fromkeys(PHASES, 0)
         for phase in self.phases():
             counts[phase] = counts.get(phase, 0) + 1
-        family = GaugeMetricFamily("draledger_ledgers", "Ledgers by phase", labels=["phase"])
+        family = GaugeMetricFamily(
+            "draledger_ledgers", "Ledgers of the nodes this operator accounts for, by phase", labels=["phase"]
+        )
         for phase, count in counts.items():
             family.add_metric([phase], count)
         yield family
@@ -234,6 +237,8 @@ class Metrics:
         counts[kind] = counts.get(kind, 0) + 1
 
     def watch_mapping_ages(self, ages: Callable[[], Iterable[tuple[str, float]]]) -> None:
+        """``draledger_mapping_age_seconds{node}`` reports what ``ages`` gives at each scrape (for the nodes the
+        operator accounts for)."""
         self.registry.register(_MappingAge(ages))
 
     def observe_ledger(self, ledger: Ledger) -> None:
@@ -257,7 +262,8 @@ class Metrics:
         seen.phase = phase
 
     def watch_phases(self, phases: Callable[[], Iterable[str]]) -> None:
-        """``draledger_ledgers`` counts what ``phases`` gives at each scrape (the stored ledgers' phases)."""
+        """``draledger_ledgers`` counts what ``phases`` gives at each scrape (the phases of the stored ledgers the
+        operator accounts for)."""
         self._phase_counts.phases = phases
 
     def forget_node(self, node: str) -> None:

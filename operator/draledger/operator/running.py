@@ -1,6 +1,14 @@
 """``draledger run``: wire the runtime, the writer, the probes and Kopf together, and run until stopped.
 
-The operator never exits on API errors: writes retry on the next cycle, watches retry forever.
+Rules:
+1. The operator never exits on API errors: writes retry on the next cycle, watches retry forever.
+2. The ledger metrics (``draledger_ledgers``, ``draledger_mapping_age_seconds``) count the stored ledgers of the
+   nodes this operator accounts for: once the rebuild is complete, the selected Nodes it knows
+   (``--node-selector``; every Node without one). The writer's mirror holds every ledger the API holds, those of
+   nodes outside the selection too, and keeps them while a standby or until a plan drops them; they are no
+   replica's to count (docs/operations.md, "Metrics"). Until the rebuild is complete the Nodes may not all be
+   listed yet: every stored ledger counts then, but for the nodes already seen outside the selection, so that a
+   restart's Rebuilding marks show at once (``DraLedgerRebuildSlow`` reads them).
 """
 
 from __future__ import annotations
@@ -8,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+from collections.abc import Iterator
 from typing import Any
 
 import kopf
@@ -20,6 +29,7 @@ from draledger.operator.electing import FencedApi, elector_for
 from draledger.operator.metrics import Metrics
 from draledger.operator.releasing import Releasing
 from draledger.operator.runtime import Runtime
+from draledger.operator.stored import Stored
 from draledger.operator.watching import HOOKS
 from draledger.operator.writing import Writer
 
@@ -63,12 +73,22 @@ class Operator:
         self.port = 0
         self._writer_task: asyncio.Task[Any] | None = None
         self.metrics.watch_mapping_ages(self._mapping_ages)
-        self.metrics.watch_phases(lambda: [s.phase for _, s in self.writer.stored.existing()])
+        self.metrics.watch_phases(lambda: [s.phase for _, s in self.accounted()])
         self.metrics.frozen.set(1 if config.frozen else 0)
+
+    def accounted(self) -> Iterator[tuple[str, Stored]]:
+        """The stored ledgers of the nodes this operator accounts for (rule 2)."""
+        runtime = self.runtime
+        stored = self.writer.stored.existing()
+        if runtime.rebuilt.is_set():
+            nodes = runtime.state.nodes
+            return ((name, ledger) for name, ledger in stored if name in nodes)
+        outside = runtime.outside
+        return ((name, ledger) for name, ledger in stored if name not in outside)
 
     def _mapping_ages(self) -> list[tuple[str, float]]:
         now = self.runtime.clock()
-        return [(n, now - s.mapping_changed_at) for n, s in self.writer.stored.existing()]
+        return [(n, now - s.mapping_changed_at) for n, s in self.accounted()]
 
     def alive(self) -> bool:
         return self._writer_task is not None and not self._writer_task.done()

@@ -55,8 +55,8 @@ def short_name(resource: str) -> str:
 
 
 def facts(node: Node, *, short: bool = False) -> str:
-    """The line under a node's name: claims, its peak resource, and what is wrong."""
-    out = []
+    """The line under a node's name: why it is frozen, claims, its peak resource, and what is wrong."""
+    out = [node.frozen] if node.frozen else []
     if node.claim_count is not None:
         out.append(f"{node.claim_count} claim" + ("" if node.claim_count == 1 else "s"))
     peak = node.peak
@@ -193,6 +193,8 @@ def compact_card(svg: Svg, node: Node, x: Px, y: Px, height: Px) -> None:
     badge = svg.badge(COMPACT_WIDTH - _CPAD, 6, node.phase, 9)
     svg.text(_CPAD, 18, fit(node.name, inner - badge - 6, 11, bold=True), size=11, bold=True, cls="node-name")
     why = facts(node, short=True) if not node.problems else problem_summary(node.problems)
+    if node.frozen and node.problems:
+        why = f"{node.frozen} · {why}"
     svg.text(_CPAD, 32, fit(why, inner, 9), size=9, fill=PROBLEM_INK if node.problems else MUTED)
     cursor = 38
     label_w, figure_w = 66, 80

@@ -3,7 +3,8 @@
 Rules: a ledger is a ``NodeAllocatableLedger`` object or its bare ``status``; figures are read with
 ``parse_quantity`` and stay exact (a figure that does not parse makes its resource "unreadable", never a
 guess). Pressure (``requested / allocatable``) is an exact ratio, used to sort and to bucket, and printed
-only as a rounded percentage.
+only as a rounded percentage. A Frozen node says why (``frozen``): its ``spec.reason``, as the operator's
+Events quote it, or that the operator freezes every node (``--frozen``, when ``spec.frozen`` is not set).
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class Node:
     problems: tuple[str, ...]
     claim_count: int | None
     unreadable: tuple[str, ...]  # resources whose figures do not parse
+    frozen: str = ""  # why a Frozen node is (``frozen: REASON``); "" for any other phase
 
     @property
     def overcommitted(self) -> bool:
@@ -198,19 +200,34 @@ def _zones(raw: object) -> list[ZoneLine]:
     return zones
 
 
+def frozen_because(phase: str, spec: Mapping[str, Any] | None) -> str:
+    """Why a ``phase`` ledger with ``spec`` (None: a bare status) is Frozen; "" when it is not."""
+    if phase != "Frozen":
+        return ""
+    if spec is None:
+        return "frozen"
+    if spec.get("frozen") is not True:
+        return "frozen: cluster-wide (--frozen)"
+    reason = spec.get("reason")
+    return f"frozen: {reason}" if isinstance(reason, str) and reason.strip() else "frozen: no reason given"
+
+
 def read(ledger: Mapping[str, Any]) -> Node:
-    status = _mapping(ledger.get("status")) if "status" in ledger or "metadata" in ledger else ledger
+    whole = "status" in ledger or "metadata" in ledger
+    status = _mapping(ledger.get("status")) if whole else ledger
     metadata = _mapping(ledger.get("metadata"))
     lines, unreadable = _lines(_mapping(status.get("resources")))
     count = status.get("claimCount")
+    phase = str(status.get("phase") or "Unknown")
     return Node(
         name=str(status.get("nodeName") or metadata.get("name") or "?"),
-        phase=str(status.get("phase") or "Unknown"),
+        phase=phase,
         lines=tuple(lines),
         zones=tuple(_zones(status.get("numaZones"))),
         problems=tuple(str(_mapping(p).get("reason", "Problem")) for p in status.get("problems") or ()),
         claim_count=count if isinstance(count, int) and not isinstance(count, bool) else None,
         unreadable=tuple(unreadable),
+        frozen=frozen_because(phase, _mapping(ledger.get("spec")) if whole else None),
     )
 
 

@@ -1,7 +1,8 @@
 """What one claim-using pod adds to its node's ledger: its claims' shares, its footprint with them, and what the
 scheduler charged it.
 
-Rules (ledger contract, sections 1 and 2):
+Rules (docs/accounting.md: 3 "Two streams, and what the scheduler charges", 4 "Each claim once", 6 "Missing slices
+and `Stale`", 9 "`schedulerCharged` and divergence"):
 1. Each claim the pod uses is charged once (accounting.uses). When several counted pods consume one claim, its
    mapping part is charged to the first of them by namespace/name (``SharedAcrossPods``); overhead is paid by
    every consuming pod.

@@ -1,6 +1,6 @@
 """A ledger's conditions and phase, from its lines, its claims and the shell's flags.
 
-Rules (ledger contract, section 2; ``metav1.Condition`` types):
+Rules (docs/accounting.md, 10 "Phases and conditions"; ``metav1.Condition`` types):
 1. ``Fresh`` is False when the Node is not Ready (``NodeNotReady``) or, in the operator, the watch data is older
    than the freshness window (``WatchStale``).
 2. ``MappingsComplete`` is False when a claim does not resolve (``MissingResourceClaim``, ``MissingResourceSlice``,

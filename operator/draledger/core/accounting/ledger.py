@@ -1,6 +1,7 @@
 """One node's ledger: the ordinary stream, the DRA stream (each claim once), NUMA zones, phase, conditions.
 
-Rules (ledger contract, sections 1 and 2):
+Rules (docs/accounting.md: 2 "What is counted", 3 "Two streams, and what the scheduler charges", 4 "Each claim
+once", 10 "Phases and conditions"):
 1. A pod counts on node N when bound to N and neither Succeeded nor Failed.
 2. ``podRequests`` sums the footprints without claims; ``requested`` with the ledger's own shares (accounting.charges:
    its recomputation, the truth the ledger vouches for); ``free = allocatable − requested``; ``schedulerCharged`` is

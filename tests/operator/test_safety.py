@@ -459,6 +459,23 @@ class TestReleaseNeedsEvidence:
         assert "n7@outside" == annotation(patch)
 
 
+    async def test_with_a_selector_a_pinned_node_never_seen_is_outside(self) -> None:
+        """With ``--node-selector`` the API server never delivers the nodes outside it: a pod pinned to one the
+        operator never saw goes there, recorded as outside (waiting for it to be seen would be for ever)."""
+        items = case_items("v08")
+        for item in items:
+            if item["kind"] == "Node" and item["metadata"]["name"] == "n1":
+                item["metadata"]["labels"] = {**item["metadata"].get("labels", {}), "canary": "yes"}
+        items = [i for i in items if i["kind"] != "Node" or i["metadata"]["name"] == "n1"]  # as the watch has it
+        _, _, api, writer = await self.ready(
+            [*items, allocated_claim("far", "n7", "a0", pool="n1"), gated_pod("g", "far")],
+            node_selector="canary=yes")
+        await released_now(writer)
+        ((_, patch),) = api.released()
+        assert ["n7"] == requirement(patch)["values"]
+        assert "n7@outside" == annotation(patch)
+
+
 class TestWriterAnswers:
     async def test_a_404_on_a_status_write_reads_again_and_creates(self) -> None:
         """A ledger believed to exist but gone is created again after one 404, not patched for ever (item 3)."""

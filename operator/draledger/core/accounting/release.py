@@ -23,10 +23,9 @@ record others read: a node's ledger *as stored*.
    included, each with its mapping) must fit in the node's ``free`` and in what the scheduler leaves free
    (``schedulerRequested``: it binds only what fits there), in the scheduler's units.
 6. Only our gate is removed; other controllers' gates stay. The patch is guarded by ``resourceVersion``.
-7. Every release says what it relied on, in the same patch: the annotation ``draledger.dev/released-on`` is
-   ``node@ledgerVersion=N`` for each node a pinned pod may go to (``node@outside`` for one outside the
-   canary), or ``*@resourceVersion=R`` for a pod the scheduler places: every node of ours its affinity allows
-   had a stored Ready ledger, as the ledgers stood at resourceVersion ``R`` (the newest of them relied on).
+7. Every release says what it relied on, in the same patch: the annotation ``draledger.dev/released-on``
+   (core.records): ``node@ledgerVersion=N`` for each node a pinned pod may go to, or ``*@resourceVersion=R``
+   for a pod the scheduler places.
 """
 
 from __future__ import annotations
@@ -40,13 +39,13 @@ from draledger.core.accounting.footprints import NO_CHARGE, DraCharge, footprint
 from draledger.core.accounting.uses import UseCatalog, claim_uses, dra_charge
 from draledger.core.phases import SAFE
 from draledger.core.quantities import ZERO, Quantity, scheduler_units
+from draledger.core.records import ANNOTATION as ANNOTATION
+from draledger.core.records import Record
 from draledger.core.views import PodView
 from draledger.core.views.pods import GATE as GATE
 
 SAFE_PHASE = SAFE  # only a Ready ledger vouches for its node (core.phases, rule 2)
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-ANNOTATION = "draledger.dev/released-on"  # rule 7
-OUTSIDE = "outside"  # a pinned node outside the canary: no ledger of ours speaks for it
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +195,7 @@ def decide(
         return Decision(False, "NoReadyNode", f"no node's ledger is Ready: {_explained(standings.unsafe, nodes)}")
     unsafe = standings.unsafe
     requirement = {"key": "metadata.name", "operator": "NotIn", "values": list(unsafe)} if unsafe else None
-    record = f"*@resourceVersion={standings.revision}" if standings.revision else "*"
+    record = Record({}, True, standings.revision).text()
     message = f"kept away from {_explained(unsafe, nodes)}" if unsafe else "every ledger is Ready"
     return Decision(True, "Released", f"{message}; released on {record}", release_patch(pod, requirement, record),
                     record)
@@ -222,8 +221,7 @@ def _pinned(
         wanted = ", ".join(f"{r}={q}" for r, q in sorted(needed.items()))
         return Decision(False, "NoRoom", f"no room for its footprint ({wanted}) on {', '.join(usable)}",
                         waiting_on=tuple(pending))
-    record = ",".join(f"{n}@{OUTSIDE}" if n in outside else f"{n}@ledgerVersion={nodes[n].ledger_version}"
-                      for n in roomy)
+    record = Record({n: None if n in outside else nodes[n].ledger_version for n in roomy}).text()
     requirement = {"key": "metadata.name", "operator": "In", "values": roomy}
     return Decision(True, "Released", f"pinned to {', '.join(roomy)}; released on {record}",
                     release_patch(pod, requirement, record), record, pinned=tuple(roomy), needed=needed)

@@ -24,6 +24,16 @@ Releases (the gate ``draledger.dev/ledger-ready`` removed from a pod, and only t
     ignored one of them is caught. Shorter unsafe periods (an incomplete memory pool, 0.2 to 1.5 s) are
     judged only when they outlast the grace.
 
+Releases, by the record (the second judge, issue 24): the same releases, judged from what was stored at the
+    very moment of each, as ``kubectl get nal`` and every auditor read it, with no knowledge of the objects
+    behind the ledgers. Each release must name what it relied on (``draledger.dev/released-on``). A pinned
+    release (``node@ledgerVersion=N``) is WRONG unless each named node's ledger was stored Ready at version N
+    before the release and is still stored Ready (at N or later) when it lands; one for the scheduler to
+    place (``*@resourceVersion=R``) is WRONG unless every Node its affinity after the release allows has a
+    ledger stored Ready at that moment. The operator cannot know of a change another actor made a moment
+    ago: a Node or ledger changed by someone else less than ``GRACE`` before the release is not held against
+    it.
+
 Versions: across every stored change of the ledgers (operator restarts and ledgers recreated included),
     ``status.ledgerVersion`` and ``status.mappingVersion`` of one Node's ledger (keyed by the owner Node's
     uid: a Node created again under the same name is another Node) never decrease.
@@ -53,7 +63,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draledger.core.accounting.ledger import Flags, RejectedSlice
-from draledger.core.accounting.release import GATE
+from draledger.core.accounting.release import ANNOTATION, GATE
 from draledger.core.ledgers import ledger_object
 from draledger.core.loading import Loaded, load
 from draledger.core.models import status_json, status_of
@@ -170,10 +180,67 @@ class Judgement:
     releases: list[Release] = field(default_factory=list)
     version_errors: list[str] = field(default_factory=list)
     foreign_edits: list[str] = field(default_factory=list)
+    by_record: list[str] = field(default_factory=list)  # releases the record does not vouch for (second judge)
 
     @property
     def wrong(self) -> list[Release]:
         return [r for r in self.releases if r.wrong]
+
+
+class Record:
+    """What was stored at each moment, as the second judge sees it: the ledgers (and every version each was
+    ever stored Ready at), the Nodes, and when someone other than the operator last changed either."""
+
+    def __init__(self) -> None:
+        self.ledgers: dict[str, dict[str, Any]] = {}
+        self.ready_versions: dict[str, set[int]] = {}
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.others: dict[tuple[str, str], float] = {}  # (plural, name) -> when another actor last changed it
+
+    def take(self, entry: Entry) -> None:
+        change = entry.change
+        name = change.obj["metadata"]["name"]
+        if entry.plural not in (LEDGERS, "nodes"):
+            return
+        if entry.actor != OPERATOR:
+            self.others[(entry.plural, name)] = entry.at
+        table = self.ledgers if entry.plural == LEDGERS else self.nodes
+        if change.type == "DELETED":
+            table.pop(name, None)
+            return
+        table[name] = change.obj
+        status = _status(change.obj)
+        if entry.plural == LEDGERS and status.get("phase") == "Ready" and "ledgerVersion" in status:
+            self.ready_versions.setdefault(name, set()).add(int(status["ledgerVersion"]))
+
+    def vouches(self, pod: Mapping[str, Any], at: float, grace: float) -> str:
+        """Why the record does not vouch for this release, as it lands ("" when it does)."""
+        record = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+        if not record:
+            return f"no {ANNOTATION} record"
+        allowed = sorted(n for n, node in self.nodes.items() if affinity_allows(dict(pod), node))
+        named: dict[str, int | None] = {}
+        if record.startswith("*"):
+            named = dict.fromkeys(allowed)
+        else:
+            for part in record.split(","):
+                node, _, version = part.partition("@")
+                if version != "outside":
+                    named[node] = int(version.removeprefix("ledgerVersion="))
+            if not set(allowed) <= set(named):
+                return f"record {record} but the pod may go to {allowed}"
+        problems = []
+        for node, version in named.items():
+            if any(at - self.others.get((plural, node), float("-inf")) < grace for plural in (LEDGERS, "nodes")):
+                continue  # another actor's change the operator could not have seen yet
+            status = _status(self.ledgers.get(node))
+            if status.get("phase") != "Ready":
+                problems.append(f"{node} stored {status.get('phase') or 'nothing'}")
+            elif version is not None and (version not in self.ready_versions.get(node, set())
+                                          or int(status["ledgerVersion"]) < version):
+                problems.append(f"{node} never stored Ready at ledgerVersion {version} (now "
+                                f"{status['ledgerVersion']})")
+        return "; ".join(problems)
 
 
 def _is_release(entry: Entry) -> bool:
@@ -203,6 +270,17 @@ def _without(obj: Mapping[str, Any], *paths: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
+def _unrecorded(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod without the release's record (and without annotations, if that was the only one)."""
+    meta = dict(pod.get("metadata") or {})
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION}
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    return {**pod, "metadata": meta}
+
+
 def _foreign_edit(entry: Entry) -> str:
     """Why an operator's change is not one it may make ("" when it may)."""
     change = entry.change
@@ -216,8 +294,8 @@ def _foreign_edit(entry: Entry) -> str:
         return f"the operator {change.type} {name}"
     if _is_release(entry):
         if _without(old, ("spec", "schedulingGates"), ("spec", "affinity")) != _without(
-                new, ("spec", "schedulingGates"), ("spec", "affinity")):
-            return f"the release of {name} changed more than its gate and affinity"
+                _unrecorded(new), ("spec", "schedulingGates"), ("spec", "affinity")):
+            return f"the release of {name} changed more than its gate, affinity and {ANNOTATION}"
         return ""
     if FIELD in _status(new) and FIELD not in _status(old):
         if _without(old, ("status", FIELD)) != _without(new, ("status", FIELD)):
@@ -233,11 +311,16 @@ def judge(entries: Iterable[Entry], grace: float = GRACE) -> Judgement:
     frozen: dict[str, bool] = {}
     states: deque[tuple[float, State]] = deque([(float("-inf"), State({}, {}))])
     highest: dict[str, tuple[int, int]] = {}
+    record = Record()
     for entry in entries:
         change = entry.change
         if entry.actor == OPERATOR and (problem := _foreign_edit(entry)):
             result.foreign_edits.append(problem)
+        record.take(entry)
         if _is_release(entry):
+            if problem := record.vouches(change.obj, entry.at, grace):
+                meta = change.obj["metadata"]
+                result.by_record.append(f"{meta.get('namespace')}/{meta['name']} at {entry.at:.3f}: {problem}")
             start = entry.at - grace
             window = [state for index, (at, state) in enumerate(states)
                       if at < entry.at and (index + 1 == len(states) or states[index + 1][0] > start)]

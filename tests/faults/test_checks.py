@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from draledger.core.accounting.release import GATE
+from draledger.core.accounting.release import ANNOTATION, GATE
 from draledger.demo.emulator import Change
 from tests.faults.checks import judge
 from tests.faults.objects import allocation, claim_body, cpu_slice, node_body, pod_body
@@ -39,13 +39,16 @@ class Recorder:
             self.put(0.0, "nodes", node_body(name))
             self.put(0.0, "resourceslices", cpu_slice(name, 1))
 
-    def release(self, at: float, pod: dict[str, Any], *, away_from: list[str] | None = None) -> None:
+    def release(self, at: float, pod: dict[str, Any], *, away_from: list[str] | None = None,
+                pinned: list[str] | None = None, record: str = "*@resourceVersion=1") -> None:
         released = copy.deepcopy(pod)
         released["spec"]["schedulingGates"] = [g for g in pod["spec"]["schedulingGates"] if g["name"] != GATE]
-        if away_from:
+        released["metadata"]["annotations"] = {ANNOTATION: record}
+        if away_from or pinned:
+            requirement = {"key": "metadata.name", "operator": "In" if pinned else "NotIn",
+                           "values": pinned or away_from}
             released["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "NotIn", "values": away_from}]}]}}}
+                "nodeSelectorTerms": [{"matchFields": [requirement]}]}}}
         self.put(at, "pods", released, OPERATOR)
 
 
@@ -55,9 +58,72 @@ def not_ready(name: str) -> dict[str, Any]:
     return node
 
 
-def ledger(name: str, version: int, mapping: int, owner: str = "uid-1", frozen: bool = False) -> dict[str, Any]:
+def ledger(name: str, version: int, mapping: int, owner: str = "uid-1", frozen: bool = False,
+           phase: str = "Ready") -> dict[str, Any]:
     return {"metadata": {"name": name, "ownerReferences": [{"uid": owner}]}, "spec": {"frozen": frozen},
-            "status": {"ledgerVersion": version, "mappingVersion": mapping}}
+            "status": {"ledgerVersion": version, "mappingVersion": mapping, "phase": phase}}
+
+
+class TestReleasesByTheRecord:
+    """The second judge: only what was stored at the moment of each release."""
+
+    @staticmethod
+    def written(phases: dict[str, str], at: float = 1.0) -> Recorder:
+        timeline = Recorder()
+        timeline.cluster()
+        for name, phase in phases.items():
+            timeline.put(at, LEDGERS, ledger(name, 3, 1, phase=phase), OPERATOR)
+        timeline.put(1.0, "resourceclaims", claim_body("c"))
+        return timeline
+
+    @staticmethod
+    def gated(timeline: Recorder, name: str) -> dict[str, Any]:
+        return timeline.put(1.0, "pods", pod_body(name, "100m", claim="c", gates=(GATE,)))
+
+    def test_a_release_ahead_of_the_stored_ledger_is_wrong(self) -> None:
+        """n2's ledger still stored Rebuilding (the operator's memory says Ready): the pod may go there."""
+        timeline = self.written({"n1": "Ready", "n2": "Rebuilding"})
+        timeline.release(5.0, self.gated(timeline, "p"))
+        assert ["faults/p at 5.000: n2 stored Rebuilding"] == judge(timeline.entries).by_record
+
+    def test_a_node_with_no_ledger_stored_must_be_kept_away(self) -> None:
+        """Not written yet is not Ready: without a NotIn for n2 the release is wrong, with it right."""
+        timeline = self.written({"n1": "Ready"})
+        timeline.release(5.0, self.gated(timeline, "p1"))
+        timeline.release(6.0, self.gated(timeline, "p2"), away_from=["n2"])
+        assert ["faults/p1 at 5.000: n2 stored nothing"] == judge(timeline.entries).by_record
+
+    def test_a_pinned_release_names_a_version_stored_ready(self) -> None:
+        """``n1@ledgerVersion=3`` after n1 was stored Ready at 3 is right; naming 4, never stored, is wrong; and
+        a ledger that turned Stale before the release lands is wrong whatever was named."""
+        timeline = self.written({"n1": "Ready"})
+        timeline.release(2.0, self.gated(timeline, "p1"), pinned=["n1"], record="n1@ledgerVersion=3")
+        timeline.release(3.0, self.gated(timeline, "p2"), pinned=["n1"], record="n1@ledgerVersion=4")
+        timeline.put(4.0, LEDGERS, ledger("n1", 4, 1, phase="Stale"), OPERATOR)
+        timeline.release(5.0, self.gated(timeline, "p3"), pinned=["n1"], record="n1@ledgerVersion=3")
+        assert ["faults/p2 at 3.000: n1 never stored Ready at ledgerVersion 4 (now 3)",
+                "faults/p3 at 5.000: n1 stored Stale"] == judge(timeline.entries).by_record
+
+    def test_a_release_must_say_what_it_relied_on(self) -> None:
+        """No record at all is wrong, even onto Ready ledgers; so is a record that names fewer nodes than the
+        pod may go to."""
+        timeline = self.written({"n1": "Ready", "n2": "Ready"})
+        timeline.release(2.0, self.gated(timeline, "p1"), record="")
+        timeline.release(3.0, self.gated(timeline, "p2"), record="n1@ledgerVersion=3")
+        assert [f"faults/p1 at 2.000: no {ANNOTATION} record",
+                "faults/p2 at 3.000: record n1@ledgerVersion=3 but the pod may go to ['n1', 'n2']"] == judge(
+            timeline.entries).by_record
+
+    def test_another_actors_change_is_not_held_against_a_release_within_the_grace(self) -> None:
+        """A ledger deleted by someone else 0.2 s before the release: the operator could not have known; two
+        seconds later it could."""
+        timeline = self.written({"n1": "Ready", "n2": "Ready"})
+        first, second = self.gated(timeline, "p1"), self.gated(timeline, "p2")
+        deleted = copy.deepcopy(timeline.objects[(LEDGERS, "n2")])
+        timeline.entries.append(Entry(4.8, LEDGERS, Change(99, "DELETED", deleted, None), "churn"))
+        timeline.release(5.0, first)
+        timeline.release(7.0, second)
+        assert ["faults/p2 at 7.000: n2 stored nothing"] == judge(timeline.entries).by_record
 
 
 class TestReleases:

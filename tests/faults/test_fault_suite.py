@@ -19,6 +19,10 @@ Scenarios (each run once per seed, ``DRALEDGER_FAULT_SEEDS``):
 - ``watch-gaps``: for each watched kind in turn, its stream cut and its watch failing (503 twice: Kopf
   retries for 1.5 s; then 410 Gone, so the operator relists) while changes of that kind are made (a node NotReady, pods
   deleted and created, a slice deleted, a claim deleted, a ledger frozen).
+- ``short-journal``: the churn at 5 to 20 ms a burst against a watch journal of 12 changes; every stream cut
+  four times, so each reconnection is answered 410 Gone and the operator relists under churn.
+- ``watch-errors``: for each watched kind, an ERROR event in its stream (410 Gone or 500), then a 500 or 503
+  answer to its reconnection.
 - ``shuffle``: duplicated and reordered events (never two of one object) on all five watched kinds.
 - ``apiserver-restart``: the API server stopped twice (1 to 2 s, then 5.2 to 6 s: longer than the 5 s
   freshness window) and started again on the same port with the same store; the churn goes on meanwhile.
@@ -35,6 +39,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -188,6 +193,36 @@ async def watch_gaps(world: World) -> None:
         await world.pause(1.0)
 
 
+async def short_journal(world: World) -> None:
+    """Fast churn against a watch journal of a few changes: every reconnection is answered 410 Gone, and the
+    operator relists, again and again, while gated pods come and go."""
+    world.start()
+    await world.ready()
+    async with world.churning():
+        for _ in range(4):
+            await world.pause(world.rng.uniform(0.5, 1.0))
+            for resource in KINDS:
+                world.emulator.inject_disconnect(resource)
+            world.fault("watch journal outrun: 410 relists under fast churn")
+        await world.pause(1.0)
+
+
+async def watch_errors(world: World) -> None:
+    """ERROR events inside the watch streams (410 Gone, 500) and 5xx answers to the reconnections."""
+    world.start()
+    await world.ready()
+    async with world.churning():
+        for resource in KINDS:
+            await world.pause(world.rng.uniform(0.3, 0.8))
+            code = world.rng.choice((410, 500))
+            world.emulator.inject_watch_error(resource, code, as_event=True)
+            world.emulator.inject_watch_error(resource, world.rng.choice((500, 503)), as_event=False)
+            world.fault("watch ERROR events and 5xx on reconnection")
+            await poll(lambda: pending(world.emulator, resource, "watch") == 0, within=20,  # noqa: B023
+                       what=f"the {resource} watch errors to fire")
+        await world.pause(1.0)
+
+
 async def shuffle(world: World) -> None:
     world.start()
     await world.ready()
@@ -279,10 +314,17 @@ SCENARIOS: dict[str, Callable[[World], Awaitable[None]]] = {
     "sigkill-rebuild": sigkill_rebuild,
     "write-errors": write_errors,
     "watch-gaps": watch_gaps,
+    "short-journal": short_journal,
+    "watch-errors": watch_errors,
     "shuffle": shuffle,
     "apiserver-restart": apiserver_restart,
     "slices": slices,
     "node-gap": node_gap,
+}
+
+
+WORLDS: dict[str, dict[str, Any]] = {  # a scenario's world, where it is not the default
+    "short-journal": {"journal_limit": 12, "pace": (0.005, 0.02)},
 }
 
 
@@ -291,7 +333,7 @@ SCENARIOS: dict[str, Callable[[World], Awaitable[None]]] = {
 async def test_the_operator_survives(scenario: str, seed: int, tmp_path: Path, record: list[Run]) -> None:
     """After the scenario's faults, no wrong release, no version back, ledgers equal audit, no request loop."""
     started = time.monotonic()
-    async with World(seed, tmp_path) as world:
+    async with World(seed, tmp_path, **WORLDS.get(scenario, {})) as world:
         try:
             await SCENARIOS[scenario](world)
             outcome = await world.finish()
@@ -303,4 +345,5 @@ async def test_the_operator_survives(scenario: str, seed: int, tmp_path: Path, r
         if not outcome.survived:
             print(world.ops.tails())
         assert [] == outcome.wrong, "\n".join(outcome.wrong)
+        assert [] == outcome.wrong_by_record, "\n".join(outcome.wrong_by_record)
         assert [] == outcome.problems, "\n".join(outcome.problems)

@@ -50,6 +50,19 @@ def terms(emulator: Any, name: str) -> list[dict[str, Any]]:
     return pod_spec(emulator, name)["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
 
 
+def pod_events(emulator: Any, name: str) -> list[dict[str, Any]]:
+    return sorted((e for e in emulator.store.live(emulator.require("v1/events").resource)
+                   if e["involvedObject"].get("name") == name), key=lambda e: e["metadata"]["name"])
+
+
+def reasons(emulator: Any, name: str) -> list[str]:
+    return [e["reason"] for e in pod_events(emulator, name)]
+
+
+def event_messages(emulator: Any, name: str) -> list[str]:
+    return [e["message"] for e in pod_events(emulator, name)]
+
+
 def unallocated_claim(name: str = "unallocated") -> dict[str, Any]:
     return {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": "t"},
@@ -178,11 +191,14 @@ class TestRelease:
                     await eventually(phase_is(emulator, node, "Frozen"))
                 emulator.load_objects([gated_pod("g")])
                 await eventually(lambda: operator.metrics.gated.labels("NoReadyNode")._value.get() == 1)
-                events = [e for e in emulator.store.live(emulator.require("v1/events").resource)
-                          if e["involvedObject"].get("name") == "g"]
-                assert ["LedgerGateNoReadyNode"] == [e["reason"] for e in events]
+                await eventually(lambda: reasons(emulator, "g") == ["LedgerGateNoReadyNode"],
+                                 what="the Event saying why (posted in the background)")
+                held = event_messages(emulator, "g")
                 emulator.patch_object(LEDGERS, "n2", {"spec": {"frozen": False}})
                 await eventually(lambda: released(emulator, "g"))
+                await eventually(lambda: "LedgerGateReleased" in reasons(emulator, "g"), what="the release's Event")
+                assert ["held by draledger.dev/ledger-ready: no node's ledger is Ready: n1 (Frozen), n2 (Frozen), "
+                        "n3 (Frozen)"] == held
                 assert ["n1", "n3"] == terms(emulator, "g")[0]["matchFields"][0]["values"]
 
 

@@ -258,8 +258,9 @@ class TestFencing:
 
 class TestStandbyWriter:
     async def test_a_standby_writes_nothing_then_takes_over_from_the_stored_versions(self) -> None:
-        """A rebuilt standby's writer plans nothing; on taking over it compares every node with what the
-        ledger watch showed and writes only what changed, with the version after the stored one."""
+        """A rebuilt standby's writer plans nothing; on taking over it reads the stored ledgers again (the old
+        leader's last write may not have reached the watch yet), compares every node with them and writes only
+        what changed, with the version after the stored one."""
         runtime = rebuilt_runtime()
         leading = False
         writes: list[tuple[str, Any]] = []
@@ -275,6 +276,10 @@ class TestStandbyWriter:
 
             async def get(self, path: str, **_: Any) -> Any:
                 return {"metadata": {"name": "n1", "uid": runtime.state.nodes["n1"].uid}}
+
+            async def list_pages(self, path: str, decode: Any, **_: Any) -> Any:
+                yield [{"metadata": {"name": "n1", "uid": "ledger-uid", "resourceVersion": "9"},
+                        "status": {"ledgerVersion": 43, "mappingVersion": 5, "phase": "Ready"}}], "9"
 
         async def no_sleep(_: float) -> None:
             await asyncio.sleep(0)
@@ -299,8 +304,8 @@ class TestStandbyWriter:
         finally:
             task.cancel()
         ops = next(ops for path, ops in writes if path.endswith("/n1/status"))
-        assert {"op": "test", "path": "/status/ledgerVersion", "value": 41} == ops[0]
-        assert 42 == ops[1]["value"]["ledgerVersion"]
+        assert {"op": "test", "path": "/status/ledgerVersion", "value": 43} == ops[0]
+        assert 44 == ops[1]["value"]["ledgerVersion"]
 
 
 async def poll(check: Callable[[], Any], *, within: float, what: str) -> Any:

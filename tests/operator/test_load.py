@@ -54,6 +54,7 @@ class SlowWriter(Writer):
             pauses.append(seconds)
 
         super().__init__(runtime, api=None, sleep=sleep)  # type: ignore[arg-type]
+        self.just_listed = True  # as after the start's LIST of the stored ledgers (there are none)
         self.clock = clock
         self.cost = 0.0
         self.written: list[str] = []

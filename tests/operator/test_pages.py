@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -82,9 +83,20 @@ def test_realistic_objects_read_the_same_and_lose_what_no_view_reads(realistic: 
     assert not {"managedFields", "labels"} & set(pods[0]["metadata"])
     assert "env" not in pods[0]["spec"]["containers"][0]
     assert "volumes" not in pods[0]["spec"]
-    assert len(json.dumps(pods)) * 4 < len(json.dumps(realistic.pods))
+    assert len(json.dumps(pods, default=lambda raw: bytes(raw).decode())) * 4 < len(json.dumps(realistic.pods))
     assert "managedFields" not in claims[0]["metadata"]
     assert "spec" not in claims[0]
+
+
+def test_a_gated_pods_annotations_are_known_to_exist_and_never_decoded() -> None:
+    """A release adds its record to the annotations or creates them: priming keeps whether there are any
+    (undecoded, however large), and the view says the same as for the whole object."""
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "x", **extra},
+             "spec": {"containers": [{"name": "c"}], "schedulingGates": [{"name": "draledger.dev/ledger-ready"}]}}
+            for name, extra in (("bare", {}), ("noted", {"annotations": {"a": "b" * 10_000}}))]
+    items = assert_same_views("pods", pods)
+    assert [False, True] == [read_pod(item).gate_info.has_annotations for item in items]  # type: ignore[union-attr]
+    assert isinstance(items[1]["metadata"]["annotations"], msgspec.Raw)
 
 
 def test_a_page_the_schema_refuses_is_decoded_whole(realistic: Any) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from draledger.core.accounting.release import GATE
 from draledger.demo.emulator import ClusterEmulator, serve_emulator
 from draledger.operator.config import OperatorConfig
@@ -96,14 +98,14 @@ class TestRuntime:
         runtime.contact("nodes")
         runtime.connecting("nodes")
         runtime.contact("nodes")
-        assert not runtime.wakeup.is_set()
+        assert not runtime.release_wakeup.is_set()
         runtime.event("pods", "ADDED", gated_pod("g"))
-        runtime.wakeup.clear()
+        runtime.release_wakeup.clear()
         runtime.connecting("nodes")
         runtime.contact("pods")
-        assert not runtime.wakeup.is_set()
+        assert not runtime.release_wakeup.is_set()
         runtime.contact("nodes")
-        assert runtime.wakeup.is_set()
+        assert runtime.release_wakeup.is_set()
 
 
 class TestOperator:
@@ -126,3 +128,20 @@ class TestOperator:
                     assert asyncio.get_running_loop().time() < deadline, "the nodes watch never came back"
                     await asyncio.sleep(0.02)
                 await eventually(lambda: [] == gates(emulator, "g"), what="the release once the watch is back")
+
+    @pytest.mark.parametrize("code", [pytest.param(500, id="500"), pytest.param(403, id="403")])
+    async def test_an_error_event_in_a_watch_stream_is_watched_again_not_fatal(self, code: int) -> None:
+        """An ERROR event other than 410 in the nodes stream (Kopf would stop the operator on it): the stream is
+        watched again from where it was, and a change made afterwards reaches the ledger."""
+        async with serve_emulator(emulator=ClusterEmulator(bookmark_interval=None)) as (emulator, url):
+            emulator.load_objects([*case_items("v08"), UNALLOCATED])
+            async with running(url, watch_timeout=1, freshness_window=60, pod_status="observe") as operator:
+                await eventually(phase_is(emulator, "n3", "Ready"))
+                resource = emulator.require(NODES).resource
+                emulator.inject_watch_error(NODES, code, as_event=True)
+                emulator.patch_object(NODES, "n1", {"metadata": {"labels": {"touched": "yes"}}})
+                await eventually(lambda: not emulator.faults.pending(resource), what="the error event sent")
+                emulator.patch_object(NODES, "n3", {"status": {"conditions": [
+                    {"type": "Ready", "status": "False", "reason": "KubeletDown"}]}}, subresource="status")
+                await eventually(phase_is(emulator, "n3", "Stale"), what="the change after the error")
+                assert operator.alive()

@@ -88,6 +88,28 @@ class TestRebuild:
         assert {("t", "p2"), ("t", "p3")} == set(rt.state.pods)
         assert 1 == rt.metrics.watch_restarts.labels("pods")._value.get()
 
+    async def test_a_relist_is_under_way_until_every_object_it_listed_is_applied(self) -> None:
+        """Kopf's workers apply a relist's objects after the stream ends the listing: until the last is applied,
+        the stream is relisting (a decision would rest on the picture from before the gap)."""
+        rt, _ = runtime()
+        items = case_items("v08")
+        listed(rt, items)
+        for item in items:
+            rt.event(KIND[item["kind"]], None, item)
+        for kind in (*KIND.values(), "nodeallocatableledgers"):
+            rt.contact(kind)
+            rt.listing_done(kind)
+        nodes = [i for i in items if i["kind"] == "Node"]
+        rt.listing_started("nodes")
+        for node in nodes:
+            rt.listed_object("nodes", node["metadata"]["uid"])
+        rt.listing_done("nodes")
+        for node in nodes[:-1]:
+            rt.event("nodes", None, node)
+        assert "the nodes watch is relisting" == rt.streams_unhealthy()
+        rt.event("nodes", None, nodes[-1])
+        assert "" == rt.streams_unhealthy()
+
     async def test_a_malformed_event_never_raises(self) -> None:
         """A body that breaks a reader is logged and skipped; the runtime keeps going."""
         rt, _ = runtime()
@@ -186,6 +208,34 @@ class TestHooks:
                 await watching.kopf_errors.check_response(Answer("GET", "http://h/api/v1/pods?watch=true", 503))
         assert "the pods watch is broken (request answered 503)" == rt.streams_unhealthy()
         rt.contact("pods")  # the retry succeeded
+        assert "" == rt.streams_unhealthy()
+
+    async def test_a_relist_holds_releases_from_its_list_request_on(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """After a 410, the relist's answer is contact with the server, before any listed object is taken: the
+        stream is relisting from its LIST request on, not healthy in between. A WATCH request's answer starts no
+        listing, and is not trusted before its first event (it may be a 410): the stream is resuming, quietly."""
+
+        class Answer:
+            status = 200
+
+        async def answered(*args: Any, **kwargs: Any) -> Answer:
+            return Answer()
+
+        rt, _ = runtime()
+        for kind in (*KIND.values(), watching.LEDGERS_KIND):
+            rt.contact(kind)
+            rt.listing_done(kind)  # the first listings are over
+        rt.rebuilt.set()
+        watching.HOOKS.install()
+        monkeypatch.setitem(watching.HOOKS.originals, "request", answered)
+        with watching.HOOKS.observing(rt):
+            await watching.kopf_api.request("GET", "http://h/api/v1/nodes?watch=true&resourceVersion=7")
+            assert ("the nodes watch is resuming", True) == (rt.streams_unhealthy(), rt.renewing())
+            rt.contact("nodes")  # its first event
+            assert "" == rt.streams_unhealthy()
+            await watching.kopf_api.request("GET", "http://h/api/v1/nodes?limit=500")
+            assert "the nodes watch is relisting" == rt.streams_unhealthy()
+            rt.listing_done("nodes")
         assert "" == rt.streams_unhealthy()
 
     def test_urls_map_to_kinds(self) -> None:

@@ -8,12 +8,13 @@ operator against the emulator.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from draledger.core.accounting.release import GATE
+from draledger.core.accounting.release import ANNOTATION, GATE
 from draledger.demo.emulator import ClusterEmulator, serve_emulator
 from draledger.operator.config import OperatorConfig
 from draledger.operator.kubeapi import ApiError, NotFound
@@ -57,7 +58,8 @@ class FakeApi:
     async def _call(self, method: str, path: str, body: Any = None) -> Any:
         self.calls.append((method, path, body))
         await asyncio.sleep(0)
-        return self.answer(method, path, body)
+        answer = self.answer(method, path, body)
+        return await answer if inspect.isawaitable(answer) else answer
 
     async def get(self, path: str, **_: Any) -> Any:
         return await self._call("GET", path)
@@ -73,6 +75,10 @@ class FakeApi:
 
     async def list_all(self, path: str, **_: Any) -> Any:
         return await self._call("LIST", path) or []
+
+    async def list_pages(self, path: str, decode: Any, **_: Any) -> Any:
+        listed = await self._call("LIST", path)
+        yield (listed if isinstance(listed, list) else []), ""
 
     def released(self) -> list[tuple[str, Any]]:
         """(pod path, JSON patch) of every gate release sent."""
@@ -131,6 +137,51 @@ def node_terms(patch: list[dict[str, Any]]) -> list[Any]:
     return [op["value"] for op in patch if op["op"] == "add"]
 
 
+def ledger_answers(runtime: Runtime) -> Callable[[str, str, Any], Any]:
+    """The API's answers to the writer: each Node read back as the runtime knows it, every write accepted with
+    a newer resourceVersion."""
+    versions = iter(range(100, 10_000))
+
+    def answer(method: str, path: str, body: Any) -> Any:
+        if method == "GET" and "/api/v1/nodes/" in path:
+            name = path.rsplit("/", 1)[-1]
+            return {"metadata": {"name": name, "uid": runtime.state.nodes[name].uid}}
+        if method == "POST" and path.endswith("/nodeallocatableledgers"):
+            name = body["metadata"]["name"]
+            return {"metadata": {"name": name, "uid": f"ledger-{name}", "resourceVersion": str(next(versions))}}
+        return {"metadata": {"resourceVersion": str(next(versions))}}
+
+    return answer
+
+
+async def written(writer: Writer) -> None:
+    """The writer's term: take the lead, plan every node, wait for every write's answer."""
+    await writer.take_lead()
+    writer.write_round()
+    await writer.drain()
+    assert writer.releaser.ready.is_set()
+
+
+async def released_now(writer: Writer) -> None:
+    """One release pass, and every patch and Event it started answered."""
+    await writer.releaser.release_pass()
+    await writer.releaser.settle()
+
+
+def annotation(patch: list[dict[str, Any]]) -> str:
+    """The ``draledger.dev/released-on`` a release patch records."""
+    (op,) = [op for op in patch if op["path"].startswith("/metadata/annotations")]
+    return str(op["value"] if isinstance(op["value"], str) else op["value"][ANNOTATION])
+
+
+def requirement(patch: list[dict[str, Any]]) -> dict[str, Any]:
+    """The one node requirement a release patch adds (to a pod with no affinity)."""
+    (op,) = [op for op in patch if op["path"] == "/spec/affinity"]
+    (term,) = op["value"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
+    (found,) = term["matchFields"]
+    return dict(found)
+
+
 class TestHeldPods:
     def test_the_state_indexes_the_pods_our_gate_holds(self) -> None:
         """``state.held``: pods with our gate, whatever else they carry; not another product's gate alone."""
@@ -151,10 +202,11 @@ class TestHeldPods:
     async def test_a_released_pod_is_not_patched_again_before_its_event_comes_back(self) -> None:
         """The release's own event ends the pod's wait; until then later passes leave it alone."""
         runtime, _ = loaded([*case_items("v08"), gated_pod("g")])
-        api = FakeApi()
+        api = FakeApi(ledger_answers(runtime))
         writer = Writer(runtime, api)  # type: ignore[arg-type]
-        await writer.releaser.release_pass()
-        await writer.releaser.release_pass()
+        await written(writer)
+        await released_now(writer)
+        await released_now(writer)
         assert 1 == len(api.released())
         assert [] == writer.releaser.waiting()
         released = gated_pod("g")
@@ -164,39 +216,137 @@ class TestHeldPods:
         assert ([], {}) == (writer.releaser.waiting(), writer.releaser.released)
 
 
-class TestReleaseAfterRebuild:
-    async def test_a_rebuild_completing_mid_pass_releases_nothing_in_that_pass(self) -> None:
-        """Pods decided after the rebuild completed during the pass wait for the next pass (item 1)."""
-        items = case_items("v08")
-        not_ready(items, "n3")
-        runtime, _ = loaded([*items, gated_pod("a"), gated_pod("b")],
-                            complete=("nodes", "pods", "resourceslices"))
+class TestWriteThenRelease:
+    """Issue 24: a release relies on ledgers already stored Ready, and says which."""
 
-        def answer(method: str, path: str, body: Any) -> Any:
-            if method == "POST" and path.endswith("/events"):  # the first pod's Event: the rebuild completes
-                runtime.listing_done("resourceclaims")
-            return {}
-
-        api = FakeApi(answer)
-        writer = Writer(runtime, api)  # type: ignore[arg-type]
-        await writer.releaser.release_pass()
-        assert runtime.rebuilt.is_set()
-        assert [] == api.released()
-
-    async def test_the_first_pass_keeps_pods_off_a_stale_node_before_any_ledger_is_written(self) -> None:
-        """With the rebuild done and no ledger written yet, a NotReady node is still excluded (item 1)."""
+    async def test_nothing_is_released_before_the_term_is_written(self) -> None:
+        """Rebuilt in memory, nothing stored yet: the pod is held as Rebuilding; once every ledger is written,
+        it goes, kept away from the node whose stored ledger is Stale."""
         items = case_items("v08")
         not_ready(items, "n3")
         runtime, _ = loaded([*items, gated_pod("g")])
-        api = FakeApi()
+        api = FakeApi(ledger_answers(runtime))
         writer = Writer(runtime, api)  # type: ignore[arg-type]
-        await writer.releaser.release_pass()
+        await writer.take_lead()
+        await released_now(writer)
+        assert ([], 1) == (api.released(), runtime.metrics.gated.labels("Rebuilding")._value.get())
+        writer.write_round()
+        await writer.drain()
+        await released_now(writer)
         ((path, patch),) = api.released()
         assert "/api/v1/namespaces/t/pods/g" == path
-        requirement = {"key": "metadata.name", "operator": "NotIn", "values": ["n3"]}
-        assert [{"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [{"matchFields": [requirement]}]}}}] == (
-            node_terms(patch))
+        assert {"key": "metadata.name", "operator": "NotIn", "values": ["n3"]} == requirement(patch)
 
+    async def test_a_node_whose_ledger_is_not_stored_is_kept_away(self) -> None:
+        """A ledger never written (its create keeps failing) vouches for nothing, whatever memory says."""
+        runtime, _ = loaded([*case_items("v08"), gated_pod("g")])
+        answers = ledger_answers(runtime)
+
+        def answer(method: str, path: str, body: Any) -> Any:
+            if method == "POST" and path.endswith("/nodeallocatableledgers") and body["metadata"]["name"] == "n2":
+                raise ApiError(503, {"message": "unavailable"}, path)
+            return answers(method, path, body)
+
+        api = FakeApi(answer)
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        await written(writer)
+        await released_now(writer)
+        ((_, patch),) = api.released()
+        assert "Ready" == writer.releaser.computed["n2"].phase
+        assert {"key": "metadata.name", "operator": "NotIn", "values": ["n2"]} == requirement(patch)
+
+    async def test_a_node_stored_ready_but_stale_now_is_kept_away(self) -> None:
+        """Stored Ready, computed Stale since (its write not answered yet): the computation wins."""
+        runtime, _ = loaded([*case_items("v08"), gated_pod("g")])
+        api = FakeApi(ledger_answers(runtime))
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        await written(writer)
+        node = next(item for item in case_items("v08") if item["kind"] == "Node" and item["metadata"]["name"] == "n1")
+        node["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletDown"}]
+        runtime.event("nodes", "MODIFIED", node)
+        await released_now(writer)
+        ((_, patch),) = api.released()
+        assert "Ready" == writer.stored.of("n1").phase
+        assert {"key": "metadata.name", "operator": "NotIn", "values": ["n1"]} == requirement(patch)
+
+    async def test_a_release_names_the_ledgers_it_relied_on(self) -> None:
+        """Unpinned: ``*@resourceVersion=R``, the newest stored ledger; pinned: ``node@ledgerVersion=N``, the
+        version stored; both in the patch that removes the gate, and in the Event."""
+        runtime, _ = loaded([*case_items("v08"), allocated_claim("pre", "n1", "a1"), gated_pod("pinned", "pre"),
+                             gated_pod("free")])
+        api = FakeApi(ledger_answers(runtime))
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        await written(writer)
+        await released_now(writer)
+        patches = dict(api.released())
+        newest = max(int(writer.stored.of(n).resource_version) for n in ("n1", "n2", "n3"))
+        version = writer.stored.of("n1").ledger_version
+        assert f"*@resourceVersion={newest}" == annotation(patches["/api/v1/namespaces/t/pods/free"])
+        assert f"n1@ledgerVersion={version}" == annotation(patches["/api/v1/namespaces/t/pods/pinned"])
+        messages = sorted(body["message"] for method, path, body in api.calls
+                          if path.endswith("/events") and body["involvedObject"]["kind"] == "Pod")
+        assert [f"released by {GATE}: every ledger is Ready; released on *@resourceVersion={newest}",
+                f"released by {GATE}: pinned to n1; released on n1@ledgerVersion={version}"] == messages
+
+    async def test_a_pinned_pod_waits_for_its_nodes_newest_ledger_and_has_it_written_first(self) -> None:
+        """Its node changed since the last write: held (LedgerPending) and the node is written at once, without
+        the writer's round; then released on the new version."""
+        runtime, _ = loaded([*case_items("v08"), allocated_claim("pre", "n1", "a1")])
+        api = FakeApi(ledger_answers(runtime))
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        await written(writer)
+        before = writer.stored.of("n1").ledger_version
+        bound = gated_pod("bound")
+        bound["spec"].pop("schedulingGates")
+        bound["spec"]["nodeName"] = "n1"
+        runtime.event("pods", "ADDED", bound)  # n1's ledger changes: its stored one is older now
+        runtime.event("pods", "ADDED", gated_pod("g", "pre"))
+        await released_now(writer)
+        assert [] == api.released()
+        assert 1 == runtime.metrics.gated.labels("LedgerPending")._value.get()
+        await writer.drain()
+        assert before + 1 == writer.stored.of("n1").ledger_version  # expedited: no writer's round ran
+        await released_now(writer)
+        ((_, patch),) = api.released()
+        assert f"n1@ledgerVersion={before + 1}" == annotation(patch)
+
+    async def test_a_ledger_that_stops_vouching_is_stored_after_the_releases_relying_on_it(self) -> None:
+        """A release in flight relies on n1's stored Ready; n1 turns Stale meanwhile: its write waits for the
+        release's answer, and the pass that comes meanwhile keeps the next pod away from n1."""
+        runtime, _ = loaded([*case_items("v08"), gated_pod("first")])
+        answers = ledger_answers(runtime)
+        answered = asyncio.Event()
+        order: list[str] = []
+
+        async def held(method: str, path: str, body: Any) -> Any:
+            if "/pods/first" in path:
+                await answered.wait()
+            order.append(path.rsplit("/", 2)[-2] if path.endswith("/status") else path.rsplit("/", 1)[-1])
+            return answers(method, path, body)
+
+        api = FakeApi(answers)
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        await written(writer)
+        api.answer = held  # type: ignore[assignment]
+        await writer.releaser.release_pass()  # "first" in flight, relying on every Ready node
+        node = next(item for item in case_items("v08") if item["kind"] == "Node" and item["metadata"]["name"] == "n1")
+        node["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletDown"}]
+        runtime.event("nodes", "MODIFIED", node)
+        writer.write_round()
+        runtime.event("pods", "ADDED", gated_pod("second"))
+        await writer.releaser.release_pass()
+        await asyncio.sleep(0)
+        assert ["n1"] == sorted(writer.releaser.demoting)
+        assert [] == order  # the Stale ledger waits for the release in flight
+        answered.set()
+        await writer.drain()
+        await writer.releaser.settle()
+        assert ["first", "second", "n1"] == [o for o in order if o in ("first", "second", "n1")]
+        second = dict(api.released())["/api/v1/namespaces/t/pods/second"]
+        assert {"key": "metadata.name", "operator": "NotIn", "values": ["n1"]} == requirement(second)
+
+
+class TestReleaseAfterRebuild:
     async def test_an_overcommitted_node_is_not_vouched_for(self) -> None:
         """Only Ready ledgers take new claim pods: an Overcommitted node is kept away too."""
         items = case_items("v08")
@@ -204,20 +354,28 @@ class TestReleaseAfterRebuild:
             if item["kind"] == "Node" and item["metadata"]["name"] == "n2":
                 item["status"]["allocatable"]["cpu"] = "100m"
         runtime, _ = loaded([*items, gated_pod("g")])
-        api = FakeApi()
-        await Writer(runtime, api).releaser.release_pass()  # type: ignore[arg-type]
+        api = FakeApi(ledger_answers(runtime))
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        await written(writer)
+        await released_now(writer)
         ((_, patch),) = api.released()
-        assert ["n2"] == node_terms(patch)[0]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"][0][
-            "matchFields"][0]["values"]
+        assert ["n2"] == requirement(patch)["values"]
 
 
 class TestReleaseNeedsEvidence:
+    @staticmethod
+    async def ready(items: list[dict[str, Any]], **config: Any) -> tuple[Runtime, Clock, FakeApi, Writer]:
+        runtime, clock = loaded(items, **config)
+        api = FakeApi(ledger_answers(runtime))
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        await written(writer)
+        return runtime, clock, api, writer
+
     async def test_a_claim_on_unpublished_devices_holds_the_pod(self) -> None:
         """A pod whose allocated claim names a device no slice publishes is held, not pinned (item 2)."""
-        runtime, _ = loaded([*case_items("v08"), allocated_claim("gone", "n1", "a9"), gated_pod("g", "gone")])
-        api = FakeApi()
-        writer = Writer(runtime, api)  # type: ignore[arg-type]
-        await writer.releaser.release_pass()
+        runtime, _, api, writer = await self.ready(
+            [*case_items("v08"), allocated_claim("gone", "n1", "a9"), gated_pod("g", "gone")])
+        await released_now(writer)
         assert [] == api.released()
         assert 1 == runtime.metrics.gated.labels("ClaimUnresolved")._value.get()
 
@@ -227,9 +385,8 @@ class TestReleaseNeedsEvidence:
         for item in items:
             if item["kind"] == "ResourceSlice" and item["metadata"]["name"] == "n1-cpu":
                 item["spec"]["pool"]["resourceSliceCount"] = 2
-        runtime, _ = loaded([*items, allocated_claim("pre", "n1", "a1"), gated_pod("g", "pre")])
-        api = FakeApi()
-        await Writer(runtime, api).releaser.release_pass()  # type: ignore[arg-type]
+        runtime, _, api, writer = await self.ready([*items, allocated_claim("pre", "n1", "a1"), gated_pod("g", "pre")])
+        await released_now(writer)
         assert [] == api.released()
         assert 1 == runtime.metrics.gated.labels("ClaimUnresolved")._value.get()
 
@@ -237,72 +394,86 @@ class TestReleaseNeedsEvidence:
                                       "nodeallocatableledgers"])
     async def test_a_broken_stream_holds_releases_at_once(self, kind: str) -> None:
         """No release while any stream is broken, long before the freshness window runs out (item 2)."""
-        runtime, _ = loaded([*case_items("v08"), gated_pod("g")])
+        runtime, _, api, writer = await self.ready([*case_items("v08"), gated_pod("g")])
         runtime.broken(kind, "watch failed: ClientConnectionError")
-        api = FakeApi()
-        writer = Writer(runtime, api)  # type: ignore[arg-type]
-        await writer.releaser.release_pass()
+        await released_now(writer)
         assert [] == api.released()
         assert 1 == runtime.metrics.gated.labels("WatchUnhealthy")._value.get()
         runtime.contact(kind)
-        await writer.releaser.release_pass()
+        await released_now(writer)
         assert 1 == len(api.released())
 
     async def test_a_renewal_holds_releases_quietly_and_its_answer_lets_them_go(self) -> None:
         """A stream being renewed, however briefly, lacks the changes made meanwhile: nothing is released,
         and nothing is said (no Event, no WatchUnhealthy count) for an ordinary renewal; one that lasts the
         grace is reported."""
-        runtime, clock = loaded([*case_items("v08"), gated_pod("g"), gated_pod("h")])
-        api = FakeApi()
-        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        runtime, clock, api, writer = await self.ready([*case_items("v08"), gated_pod("g"), gated_pod("h")])
+        calls = len(api.calls)
         runtime.connecting("nodeallocatableledgers")
-        await writer.releaser.release_pass()
-        assert ([], [], True) == (api.released(), api.calls, writer.releaser.retry_soon)
+        await released_now(writer)
+        assert ([], calls, True) == (api.released(), len(api.calls), writer.releaser.retry_soon)
         assert runtime.metrics.gated.labels("WatchUnhealthy")._value.get() == 0
         clock.now += RECONNECT_GRACE
-        await writer.releaser.release_pass()
+        await released_now(writer)
         assert [] == api.released()
         assert 2 == runtime.metrics.gated.labels("WatchUnhealthy")._value.get()
         runtime.contact("nodeallocatableledgers")
-        await writer.releaser.release_pass()
+        await released_now(writer)
         assert 2 == len(api.released())
 
     async def test_a_relist_under_way_holds_releases(self) -> None:
         """Between a relist's first object and its end, the stream's picture is incomplete: hold."""
-        runtime, _ = loaded([*case_items("v08"), gated_pod("g")])
+        runtime, _, api, writer = await self.ready([*case_items("v08"), gated_pod("g")])
         runtime.listed_object("resourceslices", "uid-3")
-        api = FakeApi()
-        writer = Writer(runtime, api)  # type: ignore[arg-type]
-        await writer.releaser.release_pass()
+        await released_now(writer)
         assert [] == api.released()
         runtime.listing_done("resourceslices")
-        await writer.releaser.release_pass()
+        await released_now(writer)
+        assert [] == api.released()  # its objects are not all applied yet
+        listed = next(item for item in case_items("v08") if item["kind"] == "ResourceSlice")
+        runtime.event("resourceslices", None, {**listed, "metadata": {**listed["metadata"], "uid": "uid-3"}})
+        await released_now(writer)
         assert 1 == len(api.released())
 
     async def test_a_silent_stream_holds_releases(self) -> None:
         """No contact within the freshness window is no evidence either."""
-        runtime, clock = loaded([*case_items("v08"), gated_pod("g")], freshness_window=60)
+        runtime, clock, api, writer = await self.ready([*case_items("v08"), gated_pod("g")], freshness_window=60)
         clock.now += 61
         for kind in ("nodes", "pods", "resourceclaims", "nodeallocatableledgers"):
             runtime.contact(kind)
-        api = FakeApi()
-        await Writer(runtime, api).releaser.release_pass()  # type: ignore[arg-type]
+        await released_now(writer)
         assert [] == api.released()
 
     async def test_pinned_to_a_node_never_seen_holds_the_pod(self) -> None:
-        """A claim allocated on a node the operator has not seen holds the pod; outside the canary it goes."""
-        runtime, _ = loaded([*case_items("v08"), allocated_claim("far", "n7", "a0", pool="n1"),
-                             gated_pod("g", "far")])
-        api = FakeApi()
-        writer = Writer(runtime, api)  # type: ignore[arg-type]
-        await writer.releaser.release_pass()
+        """A claim allocated on a node the operator has not seen holds the pod; outside the canary it goes, and
+        the record says the node is outside."""
+        runtime, _, api, writer = await self.ready([*case_items("v08"), allocated_claim("far", "n7", "a0", pool="n1"),
+                                                    gated_pod("g", "far")])
+        await released_now(writer)
         assert [] == api.released()
         assert 1 == runtime.metrics.gated.labels("NodeUnavailable")._value.get()
         runtime.outside.add("n7")
-        await writer.releaser.release_pass()
+        await released_now(writer)
         ((_, patch),) = api.released()
-        assert ["n7"] == node_terms(patch)[0]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"][0][
-            "matchFields"][0]["values"]
+        assert ["n7"] == requirement(patch)["values"]
+        assert "n7@outside" == annotation(patch)
+
+
+    async def test_with_a_selector_a_pinned_node_never_seen_is_outside(self) -> None:
+        """With ``--node-selector`` the API server never delivers the nodes outside it: a pod pinned to one the
+        operator never saw goes there, recorded as outside (waiting for it to be seen would be for ever)."""
+        items = case_items("v08")
+        for item in items:
+            if item["kind"] == "Node" and item["metadata"]["name"] == "n1":
+                item["metadata"]["labels"] = {**item["metadata"].get("labels", {}), "canary": "yes"}
+        items = [i for i in items if i["kind"] != "Node" or i["metadata"]["name"] == "n1"]  # as the watch has it
+        _, _, api, writer = await self.ready(
+            [*items, allocated_claim("far", "n7", "a0", pool="n1"), gated_pod("g", "far")],
+            node_selector="canary=yes")
+        await released_now(writer)
+        ((_, patch),) = api.released()
+        assert ["n7"] == requirement(patch)["values"]
+        assert "n7@outside" == annotation(patch)
 
 
 class TestWriterAnswers:

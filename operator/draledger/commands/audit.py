@@ -25,6 +25,7 @@ from draledger.commands.dumps import KUBECTL_GET, DumpError, load_paths, require
 from draledger.commands.errors import FAILED, OK, UNUSABLE, CommandError, writable
 from draledger.commands.progress import Progress
 from draledger.commands.tables import ledger_table
+from draledger.core import records
 from draledger.core.accounting.ledger import Flags
 from draledger.core.ledgers import ledger_object, status_body
 from draledger.core.loading import Loaded, all_problems, missing_kinds
@@ -99,16 +100,18 @@ def run(
     svg: str | None = None,
     fail_on: Sequence[str] = FAIL_ON,
     release: Release | None = None,
+    check_releases: bool = False,
 ) -> int:
-    """The audit; 0, 1 when a node's phase is in ``fail_on``, 2 when an input or output cannot be used.
-    ``release``: whose rules apply (None: what the dump shows, core.loading rule 3)."""
+    """The audit; 0, 1 when a node's phase is in ``fail_on`` (or, with ``check_releases``, a released pod's
+    record does not hold), 2 when an input or output cannot be used. ``release``: whose rules apply (None:
+    what the dump shows, core.loading rule 3)."""
     # The streams are looked up at call time, not import time, so redirect_stdout (and test capture) work.
     stdout = stdout if stdout is not None else sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
     collecting = gc.isenabled()
     gc.disable()  # a dump and its views hold no reference cycles: the collector would only scan them, often
     try:
-        return _run(paths, output, numa, numa_attributes, stdout, stderr, svg, fail_on, release)
+        return _run(paths, output, numa, numa_attributes, stdout, stderr, svg, fail_on, release, check_releases)
     except (DumpError, CommandError) as error:
         stderr.write(f"error: {error}\n")
         return error.code if isinstance(error, CommandError) else UNUSABLE
@@ -127,6 +130,7 @@ def _run(
     svg: str | None,
     fail_on: Sequence[str],
     release: Release | None,
+    check_releases: bool,
 ) -> int:
     if svg:
         writable(svg)  # before the work, not after a long audit
@@ -148,10 +152,31 @@ def _run(
         from draledger.commands.report import write_svg
 
         write_svg(svg, items)
+    wrong = released_wrongly(loaded, stderr) if check_releases else 0
     bad = failing(items, fail_on)
     if bad:
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
         stderr.write(f"error: {', '.join(bad[:5])}{more}: {len(bad)} of {len(items)} nodes in a --fail-on phase "
                      f"({','.join(fail_on)})\n")
         return FAILED
-    return OK
+    return FAILED if wrong else OK
+
+
+def released_wrongly(loaded: Loaded, stderr: TextIO) -> int:
+    """``--check-releases``: one line per pod the gate released, checked against the ledgers the dump holds
+    (core.records rule 3), and a summary; the number that do not hold."""
+    if loaded.released and not loaded.ledgers:
+        stderr.write("warning: the dump holds no NodeAllocatableLedger: a record can only be checked against "
+                     "where its pod is bound; dump with kubectl get nodes,pods,resourceslices,resourceclaims,nal "
+                     "-A -o json\n")
+    wrong = 0
+    for pod in sorted(loaded.released, key=lambda p: (p.namespace, p.name)):
+        problem = records.check(records.parse(pod.text), pod.text, pod.node, pod.excluded, loaded.ledgers)
+        wrong += bool(problem)
+        where = f"bound to {pod.node}" if pod.node else "not bound yet"
+        ledger = loaded.ledgers.get(pod.node)
+        now = f", its ledger now at ledgerVersion {ledger.ledger_version} ({ledger.phase})" if ledger else ""
+        stderr.write(f"release: {pod.namespace}/{pod.name} released on {pod.text}, {where}{now}: "
+                     f"{problem or 'holds'}\n")
+    stderr.write(f"releases: {len(loaded.released)} released pods checked, {wrong} do not hold\n")
+    return wrong

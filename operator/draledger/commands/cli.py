@@ -93,7 +93,7 @@ def _audit(args: argparse.Namespace) -> int:
         sys.stdout.reconfigure(errors="backslashreplace")
     return audit.run(
         args.filename, args.output, args.numa, args.numa_attribute, svg=args.svg, fail_on=args.fail_on,
-        release=None if args.release == "auto" else args.release,
+        release=None if args.release == "auto" else args.release, check_releases=args.check_releases,
     )
 
 
@@ -186,6 +186,12 @@ def _add_audit(commands: argparse._SubParsersAction[Parser]) -> None:
         help="exit 1 when any node's phase is one of these (Rebuilding, Frozen, Stale, Overcommitted, Ready; "
         "none: never) (default: none, the ledgers are the answer; a pipeline asks for Overcommitted, and "
         "Stale only for a dump known complete)",
+    )
+    audit.add_argument(
+        "--check-releases",
+        action="store_true",
+        help="also check every pod the gate released against the ledgers the dump holds (dump nal too): "
+        "one line per released pod on standard error, exit 1 when one does not hold",
     )
     add_arguments(audit, "audit")
     audit.set_defaults(func=_audit)

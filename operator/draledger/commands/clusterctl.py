@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import ssl
 import sys
 from collections.abc import Sequence
@@ -37,7 +36,7 @@ from draledger.commands.errors import UNUSABLE, CommandError, writable
 from draledger.core.ledgers import API_VERSION, KIND, PLURAL
 from draledger.core.views.problems import show
 from draledger.operator.connecting import CredentialsError, Source, credentials
-from draledger.operator.kubeapi import ApiError, KubeApi, NotFound
+from draledger.operator.kubeapi import ApiError, KubeApi, NotFound, transport_cause
 from draledger.operator.options import ConfigError, resolve
 
 LEDGERS = f"/apis/{API_VERSION}/{PLURAL}"
@@ -63,37 +62,10 @@ def connect(server: str, kubeconfig: str, context: str = "") -> KubeApi:
                    login=lambda: credentials(source))
 
 
-def _cause(error: BaseException) -> str:
-    """What went wrong, in a few words, for one line."""
-    if isinstance(error, aiohttp.ClientConnectorCertificateError):
-        return f"TLS: the server's certificate is not trusted ({error.certificate_error})"
-    if isinstance(error, aiohttp.ClientSSLError | ssl.SSLError):
-        return f"TLS: {getattr(error, 'os_error', None) or error}"
-    if isinstance(error, aiohttp.ClientConnectorError):
-        os_error = error.os_error
-        if isinstance(os_error, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(os_error, socket.gaierror):
-            return f"unknown host {error.host} ({os_error.strerror})"
-        return os_error.strerror or str(os_error) or type(os_error).__name__
-    if isinstance(error, aiohttp.ServerDisconnectedError):
-        return "the server closed the connection"
-    if isinstance(error, TimeoutError):
-        return f"no answer within {TIMEOUT:g} s"
-    if isinstance(error, json.JSONDecodeError):
-        return "the answer is not JSON: is this a Kubernetes API server?"
-    if isinstance(error, aiohttp.InvalidURL):
-        return f"not a URL: {error}"
-    if isinstance(error, KeyError):  # kopf looks the current context, its cluster and user up by name
-        return f"it names {error} but does not define it"
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
 def unreachable(api: KubeApi, error: BaseException) -> CommandError:
     if isinstance(error, ApiError) and error.status in (401, 403):
         return CommandError(f"the API server {api.server} refused the request: {error}")
-    return CommandError(f"cannot reach the API server {api.server}: {_cause(error)}")
+    return CommandError(f"cannot reach the API server {api.server}: {transport_cause(error, TIMEOUT)}")
 
 
 async def cluster_id(api: KubeApi) -> str | None:
@@ -407,7 +379,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             try:
                 await api.session()  # builds the TLS context: a missing CA file is a bad kubeconfig
             except (OSError, ssl.SSLError, ValueError) as error:
-                raise CommandError(f"cannot use the credentials for {api.server}: {_cause(error)}", UNUSABLE) from None
+                cause = transport_cause(error, TIMEOUT)
+                raise CommandError(f"cannot use the credentials for {api.server}: {cause}", UNUSABLE) from None
             return await _command(args, api, out, err)
         except (aiohttp.ClientError, TimeoutError, json.JSONDecodeError, ssl.SSLError) as error:
             raise unreachable(api, error) from None

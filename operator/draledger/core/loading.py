@@ -12,6 +12,8 @@ Rules:
    ``decide_release`` takes the caller's choice, or the dump's own evidence, and says why.
 4. ``all_problems`` lists every problem of every object once, under the release in force, plus the pods bound to
    a node that is not in the input.
+5. What a dump records of the gate's releases is kept beside the state, for ``audit --check-releases``: each
+   pod's ``draledger.dev/released-on`` and the stored ledgers (core.records); no ledger is computed from them.
 """
 
 from __future__ import annotations
@@ -21,14 +23,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from draledger.core import releases
+from draledger.core import records, releases
 from draledger.core.releases import Release
 from draledger.core.state import ClusterState, GenerationRegression
 from draledger.core.views import Problem
 from draledger.core.views.problems import ObjectRef, show
 
 READERS = {"Node": "nodes", "Pod": "pods", "ResourceSlice": "resourceslices", "ResourceClaim": "resourceclaims"}
-IGNORED_KINDS = frozenset({"DeviceClass", "ResourceClaimTemplate", "Namespace", "Event", "NodeAllocatableLedger"})
+IGNORED_KINDS = frozenset({"DeviceClass", "ResourceClaimTemplate", "Namespace", "Event"})
 
 
 @dataclass(slots=True)
@@ -37,6 +39,8 @@ class Loaded:
     problems: list[Problem] = field(default_factory=list)  # input problems that belong to no object
     kinds: Counter[str] = field(default_factory=Counter)  # items read, by kind
     release_why: str = ""  # why the state follows its release (rule 3)
+    released: list[records.Released] = field(default_factory=list)  # pods with a release record (rule 5)
+    ledgers: dict[str, records.Stored] = field(default_factory=dict)  # the stored ledgers a dump holds (rule 5)
 
 
 def load_items(items: Iterable[Any], source: str, loaded: Loaded) -> None:
@@ -55,6 +59,12 @@ def load_items(items: Iterable[Any], source: str, loaded: Loaded) -> None:
             loaded.problems.append(
                 Problem("MalformedItem", f"{where} has a kind that is not a string", field="kind", value=show(kind))
             )
+            continue
+        if kind == "Pod" and (record := records.released(item)) is not None:
+            loaded.released.append(record)
+        elif kind == "NodeAllocatableLedger":
+            if (ledger := records.stored(item)) is not None:
+                loaded.ledgers[ledger[0]] = ledger[1]
             continue
         reader = READERS.get(kind) if kind is not None else None
         if reader is None:

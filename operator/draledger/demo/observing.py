@@ -92,8 +92,9 @@ class Observer:
         return out
 
     def holds(self) -> int:
-        """How many times the gate held a pod (one Event each)."""
-        return sum(1 for event in self.live(EVENTS) if str(event.get("reason", "")).startswith("LedgerGate"))
+        """How many times the gate held a pod (one Event each; a release has its own, LedgerGateReleased)."""
+        return sum(1 for event in self.live(EVENTS)
+                   if str(event.get("reason", "")).startswith("LedgerGate") and event["reason"] != "LedgerGateReleased")
 
     def released(self, key: str) -> Callable[[], bool]:
         return lambda: not self.gated(key)

@@ -6,5 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 
+def now() -> datetime:
+    """The wall clock, in UTC."""
+    return datetime.now(UTC)
+
+
 def now_rfc3339() -> str:
-    return datetime.now(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now().replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,139 +1,165 @@
-"""Gating: the admission webhook that adds ``draledger.dev/ledger-ready``, and the release of that gate.
+"""Gating: the release of ``draledger.dev/ledger-ready`` (admission adds it: ``admitting``).
+
+The Releaser is a task of its own. It decides from what is stored (core.accounting.release): a node vouches
+for a pod only when its ledger is Ready both as computed now and as stored, and a pinned pod only where the
+stored ledger holds what is computed now.
 
 Rules:
-1. The webhook adds the gate unconditionally (it runs outside Kopf's watch barrier and may see a partial
-   state): to CREATEd pods with ``spec.resourceClaims`` in namespaces not excluded, unless the pod is
-   created already bound (``spec.nodeName``), which the API server would refuse with a gate. The decision to let a
-   pod go is made at release time, never at admission.
-2. Release removes only our gate and tightens node affinity in the same guarded JSON patch
-   (accounting.release), decided from every node's standing computed now. A conflict (422) is retried on
-   the next pass with fresh state; a failing API is tried once more, never long: the pass goes on. While
-   a watch request is being renewed (``Runtime.renewing``) the pass stops and decides nothing, so that
-   pods held for it get no Event; the stream's answer wakes the next pass.
-3. A pod held back gets an Event with the reason when the reason changes, and is counted by reason.
+1. It runs when something may have made a held pod releasable: a held pod or a claim changed, a ledger was
+   stored (the writer's answer, or a plan that found nothing to write), a stream made contact again, the
+   writer's first round of a term ended. Never on a timer, except to retry a failed patch.
+2. A pass decides every held pod from one picture, with nothing awaited in between: the streams' health, the
+   nodes' standings (``refresh``: nodes marked since they were last computed are computed again), what is
+   stored. A release is sent the moment it is decided, without waiting for its answer, at most
+   ``RELEASE_CONCURRENCY`` in flight: a pod found releasable when that many are in flight is decided again,
+   from a newer picture, when one is answered (a decision queued behind others would grow old). A pod
+   released whose event has not come back is not looked at again (``released``). Pods pinned to the same
+   node in one pass share its room (``Standings.reserve``).
+3. Write, then release: nothing is released until the writer has written (or found already stored) every
+   ledger of its term (a start, a rebuild, a takeover: ``ready``). A pinned pod waiting for its node's newest
+   ledger to be stored asks the writer to write that node first (``expedite``).
+4. A release in flight is honoured by the writer: it does not store a ledger that stops vouching for a node a
+   release relies on until that release is answered (``quiet``), and a node whose such write is in flight
+   vouches for nothing (``demoting``). So the record shows every release after the Ready ledger it names.
+5. Only the leader releases. A 422 (the pod changed) or a failing API is tried again on the next pass, soon;
+   the pass goes on. While a watch request is being renewed (``Runtime.renewing``) the pass decides nothing,
+   so that pods held for it get no Event; the stream's answer wakes the next pass.
+6. A pod held back is counted by reason, and gets an Event with the reason once it has been held for it
+   ``EVENT_AFTER`` seconds (again when the reason changes); a released pod gets one naming what it was
+   released on. Events never hold a release.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING
 
-import aiohttp.web
-import kopf
 import structlog
 
 from draledger.core.accounting.ledger import Flags, Ledger
-from draledger.core.accounting.release import GATE, NodeStanding, decide
+from draledger.core.accounting.release import GATE, Decision, NodeStanding, Standings, decide
 from draledger.core.views import PodView
-from draledger.operator import events
-from draledger.operator.kubeapi import ApiError, Conflict, KubeApi
-from draledger.operator.metrics import Metrics
+from draledger.operator import clocks, events
+from draledger.operator.kubeapi import ApiError, Conflict, KubeApi, transport_cause
+from draledger.operator.stored import StoredLedgers, newer
 
 if TYPE_CHECKING:
     from draledger.operator.runtime import Runtime
 
 log = structlog.get_logger("draledger")
+RELEASE_CONCURRENCY = 4  # gate patches in flight at once (rule 2): more lets decisions age in the server's queue
+RELEASE_RETRY = 1.0  # seconds before a pass that met a failed patch or an unhealthy stream runs again
+RENEWAL_RETRY = 0.1  # seconds before a pass that waited for a watch request being renewed runs again
+EVENT_AFTER = 0.5  # seconds a pod is held for one reason before its Event is posted (rule 6)
 
 
-class GatingWebhookServer(kopf.WebhookServer):
-    """Kopf's HTTPS webhook server, answering 400 to any body that is not an AdmissionReview request.
+class Computed:
+    """A node's ledger as last computed for the releaser, at the node's generation then."""
 
-    Kopf itself answers 400 only to unparseable JSON and crashes with a 500 on, e.g., a JSON string;
-    an API server must always get a clear answer.
-    """
+    __slots__ = ("free", "generation", "phase", "scheduler_free")
 
-    @staticmethod
-    async def _serve(fn: Any, request: aiohttp.web.Request) -> aiohttp.web.Response:
-        try:
-            data = json.loads(await request.text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise aiohttp.web.HTTPBadRequest(reason=f"not JSON: {error}") from None
-        review = data.get("request") if isinstance(data, dict) else None
-        if not isinstance(review, dict) or not isinstance(review.get("uid"), str):
-            raise aiohttp.web.HTTPBadRequest(reason="not an AdmissionReview: no request.uid")
-        for key in ("object", "oldObject"):
-            if review.get(key) is not None and not isinstance(review[key], dict):
-                raise aiohttp.web.HTTPBadRequest(reason=f"request.{key} is not an object")
-        if not isinstance(review.get("userInfo", {}), dict):
-            raise aiohttp.web.HTTPBadRequest(reason="request.userInfo is not an object")
-        return await kopf.WebhookServer._serve(fn, request)
-
-
-def admission(spec: dict[str, Any], namespace: str, excluded: frozenset[str]) -> str:
-    """What the webhook does with a pod being created: ``gated``, or why it passes untouched."""
-    if not spec.get("resourceClaims"):
-        return "no-claims"
-    if namespace in excluded:
-        return "excluded-namespace"
-    if spec.get("nodeName"):  # the API server refuses a scheduling gate on a pod created bound
-        return "already-bound"
-    if any(isinstance(g, dict) and g.get("name") == GATE for g in spec.get("schedulingGates") or []):
-        return "already-gated"
-    return "gated"
-
-
-def register_webhook(registry: kopf.OperatorRegistry, excluded: frozenset[str], metrics: Metrics) -> None:
-    @kopf.on.mutate(
-        "v1",
-        "pods",
-        operations=["CREATE"],
-        id="gate-pods",
-        registry=registry,
-        ignore_failures=True,
-        side_effects=False,
-    )
-    async def gate_pods(body: kopf.Body, patch: kopf.Patch, namespace: str | None, **_: Any) -> None:
-        spec = dict(body.get("spec") or {})
-        result = admission(spec, namespace or "", excluded)
-        metrics.admissions.labels(result).inc()
-        if result == "gated":
-            gates = [dict(g) for g in spec.get("schedulingGates") or [] if isinstance(g, dict)]
-            patch.spec["schedulingGates"] = [*gates, {"name": GATE}]
+    def __init__(self, ledger: Ledger, generation: int) -> None:
+        self.generation = generation
+        self.phase = ledger.phase
+        self.free = {r: line.free_units for r, line in ledger.resources.items()}
+        self.scheduler_free = {r: line.scheduler_free_units for r, line in ledger.resources.items()}
 
 
 class Releaser:
-    """Decides, pod by pod, from the standing of every node computed now (never from what was last written).
+    """Decides from every node's standing now, sends the releases, and keeps what they rely on in flight."""
 
-    ``standing`` holds each node's phase and free resources; a node marked since it was computed (an event,
-    a flag, the rebuild) is computed again before the next decision, so a decision never rests on a node's
-    old picture, nor on an empty one. The pods to look at are the state's ``held`` index, less the ones
-    released whose event has not come back yet (``released``: the view each was released in).
-    """
-
-    def __init__(self, runtime: Runtime, api: KubeApi, flags: Callable[[str], Flags]) -> None:
+    def __init__(self, runtime: Runtime, api: KubeApi, stored: StoredLedgers, flags: Callable[[str], Flags],
+                 leads: Callable[[], bool] = lambda: True) -> None:
         self.runtime = runtime
         self.api = api
+        self.stored = stored  # the writer's mirror: what is stored
         self.flags = flags  # a node's flags, as the writer composes them
-        self.standing: dict[str, NodeStanding] = {}
+        self.leads = leads
+        self.expedite: Callable[[Iterable[str]], None] = lambda nodes: None  # the writer's (rule 3)
+        self.demoting: set[str] = set()  # nodes whose write of a non-Ready ledger is in flight (rule 4)
+        self.computed: dict[str, Computed] = {}
+        self.confirmed: dict[str, int] = {}  # node -> the generation its stored ledger holds (writer's word)
+        self.ready = asyncio.Event()  # the writer's term is written (rule 3)
+        self.wake = runtime.release_wakeup
         self.released: dict[tuple[str, str], PodView] = {}
-        self.reasons: dict[tuple[str, str], str] = {}
-        # A pass that met a failed patch or an unhealthy stream: the next one comes without waiting for an
-        # event (nothing else would wake the writer for a 422 that changed nothing).
+        self.reasons: dict[tuple[str, str], tuple[str, float, bool]] = {}  # pod -> (reason, since, said)
         self.retry_soon = False
+        self.retry_in = RELEASE_RETRY
+        self.relying: dict[asyncio.Task[None], tuple[str, ...] | None] = {}  # patches in flight -> their nodes
+        self._settled = asyncio.Event()
+        self._settled.set()
+        self._slots = asyncio.Semaphore(RELEASE_CONCURRENCY)
+        self._events: set[asyncio.Task[None]] = set()
+        self._retry_timer: asyncio.TimerHandle | None = None
+        self.outside = Outside(runtime)
 
-    def note(self, node: str, ledger: Ledger | None) -> None:
-        """The writer computed this node's ledger just now."""
+    # ----- what the writer tells it -----
+    def note(self, node: str, ledger: Ledger | None, generation: int) -> None:
+        """The writer computed this node's ledger just now, at this generation."""
         if ledger is None:
-            self.standing.pop(node, None)
+            self.computed.pop(node, None)
+            self.confirmed.pop(node, None)
         else:
-            self.standing[node] = NodeStanding(
-                ledger.phase, {r: line.free_units for r, line in ledger.resources.items()}
-            )
+            self.computed[node] = Computed(ledger, generation)
 
+    def confirm(self, node: str, generation: int) -> None:
+        """The node's stored ledger holds what was computed at ``generation`` (written, or found equal)."""
+        if generation > self.confirmed.get(node, -1):
+            self.confirmed[node] = generation
+        if self.runtime.state.held:
+            self.wake.set()
+
+    def forget_confirmations(self) -> None:
+        """A new term (a takeover, a lost lead): what was confirmed before says nothing now."""
+        self.confirmed.clear()
+        self.ready.clear()
+
+    async def quiet(self, node: str) -> None:
+        """Until no release in flight relies on ``node`` (rule 4)."""
+        while True:
+            waiting = [task for task, nodes in self.relying.items() if nodes is None or node in nodes]
+            if not waiting:
+                return
+            await asyncio.wait(waiting)
+
+    # ----- the picture -----
     def refresh(self) -> None:
-        """Compute again every node touched since the last look; forget nodes that are gone."""
+        """Compute again every node marked since it was last computed; forget nodes that are gone."""
         runtime = self.runtime
-        touched, runtime.touched = runtime.touched, set()
-        for node in touched:
-            self.note(node, runtime.state.ledger(node, self.flags(node)))
-        nodes = runtime.state.nodes
-        if len(self.standing) != len(nodes):
-            for node in [n for n in self.standing if n not in nodes]:
-                del self.standing[node]
-            for node in [n for n in nodes if n not in self.standing]:
-                self.note(node, runtime.state.ledger(node, self.flags(node)))
+        generations, nodes, computed = runtime.generations, runtime.state.nodes, self.computed
+        for node in [n for n in computed if n not in nodes]:
+            del computed[node]
+        for node in nodes:
+            generation = generations.get(node, 0)
+            known = computed.get(node)
+            if known is None or known.generation != generation:
+                ledger = runtime.state.ledger(node, self.flags(node))
+                if ledger is not None:
+                    computed[node] = Computed(ledger, generation)
+
+    def standings(self) -> Standings:
+        """Every node of ours now: computed (``refresh`` first) and stored (the mirror), with rule 4's demotions."""
+        stored, confirmed, demoting = self.stored.by_node, self.confirmed, self.demoting
+        nodes: dict[str, NodeStanding] = {}
+        revision = ""
+        for node, known in self.computed.items():
+            record = stored.get(node)
+            stored_phase = record.phase if record is not None and record.exists and record.has_status else ""
+            if node in demoting:
+                stored_phase = ""  # its Ready is being taken back: it vouches for nothing now
+            nodes[node] = NodeStanding(
+                known.phase, known.free, known.scheduler_free, stored_phase,
+                record.ledger_version if record is not None else 0,
+                confirmed.get(node) == known.generation,
+            )
+            if stored_phase and record is not None and record.resource_version and (
+                not revision or newer(record.resource_version, revision)
+            ):
+                revision = record.resource_version
+        return Standings(nodes, revision)
 
     def waiting(self) -> list[tuple[str, str]]:
         """The held pods to look at, in order; a released pod whose view changed since is forgotten."""
@@ -142,78 +168,182 @@ class Releaser:
             del released[key]
         return sorted(key for key in self.runtime.state.held if key not in released)
 
+    # ----- the task -----
+    async def run(self) -> None:
+        while True:
+            if self.retry_soon:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), timeout=self.retry_in)
+            else:
+                await self.wake.wait()
+            self.wake.clear()
+            try:
+                await self.release_pass()
+            except Exception:
+                log.exception("gate release pass failed; will retry")
+                self.retry_soon = True
+
     async def release_pass(self) -> None:
         runtime = self.runtime
         state = runtime.state
+        self.retry_soon, self.retry_in = False, RELEASE_RETRY
+        if not state.held or not self.leads():
+            return
+        runtime.metrics.release_passes.inc()
+        rebuilt = runtime.rebuilt.is_set() and self.ready.is_set()  # the term's end wakes the next pass (rule 3)
+        unhealthy = runtime.streams_unhealthy() if rebuilt else ""
+        if unhealthy and runtime.renewing():  # an ordinary renewal: wait for it, deciding nothing
+            self.retry_soon, self.retry_in = True, RENEWAL_RETRY
+            return
+        if rebuilt:
+            self.refresh()
+        standings = self.standings() if rebuilt else Standings({})
         counts: dict[str, int] = {}
         oldest = 0.0
-        now = datetime.now(UTC)
-        rebuilt = runtime.rebuilt.is_set()  # once per pass: a rebuild completing mid-pass waits for the next
-        self.retry_soon = False
-        waiting = self.waiting()
-        for key in waiting:
+        now = clocks.now()
+        waiting_on: set[str] = set()
+        room = RELEASE_CONCURRENCY - len(self.relying)  # rule 2: a decision is sent as soon as it is made
+        for key in self.waiting():
             pod = state.pods.get(key)
-            if pod is None or GATE not in pod.scheduling_gates:  # changed during this pass's patches
+            if pod is None or GATE not in pod.scheduling_gates:
                 continue
-            unhealthy = ""
-            if rebuilt:
-                self.refresh()  # events may have arrived while the previous pod's patch was on the way
-                unhealthy = runtime.streams_unhealthy()
-                if unhealthy and runtime.renewing():  # an ordinary renewal: wait for it, deciding nothing
-                    self.retry_soon = True
-                    return
             decision = decide(
                 pod,
-                self.standing,
+                standings,
                 state,
                 rebuilt=rebuilt,
                 cluster_frozen=runtime.config.frozen,
                 numa_attributes=runtime.config.numa_attributes,
                 streams_unhealthy=unhealthy,
-                outside=runtime.outside,
+                outside=self.outside,
             )
             if decision.release and decision.patch is not None:
-                if await self._release(pod.namespace, pod.name, decision.patch, decision.message):
-                    self.released[key] = pod
-                    self.reasons.pop(key, None)
-                    continue
-                decision_reason = "Conflict"  # a failed patch, of any kind: tried again soon
-            else:
-                decision_reason = decision.reason
-                if self.reasons.get(key) != decision_reason:
-                    self.reasons[key] = decision_reason
-                    await self._event(pod.namespace, pod.name, pod.uid, decision_reason, decision.message)
-            counts[decision_reason] = counts.get(decision_reason, 0) + 1
-            if pod.gate_info and pod.gate_info.created:
-                try:
-                    created = datetime.fromisoformat(pod.gate_info.created.replace("Z", "+00:00"))
-                    oldest = max(oldest, (now - created).total_seconds())
-                except ValueError:
-                    pass
-        self.retry_soon = bool(counts.get("Conflict") or counts.get("WatchUnhealthy"))
-        for reason in set(counts) | {labels[0] for labels in runtime.metrics.gated._metrics}:
-            runtime.metrics.gated.labels(reason).set(counts.get(reason, 0))
-        runtime.metrics.gated_oldest.set(oldest)
+                if room <= 0:
+                    continue  # decided again when a patch in flight is answered (``_done`` wakes the next pass)
+                room -= 1
+                self._send(pod, decision)
+                if decision.pinned is not None:
+                    standings.reserve(decision.pinned, decision.needed)
+                continue
+            waiting_on.update(decision.waiting_on)
+            self._held(pod, decision)
+            counts[decision.reason] = counts.get(decision.reason, 0) + 1
+            oldest = max(oldest, _age(pod, now))
+        if waiting_on:
+            self.expedite(waiting_on)
+        self.retry_soon = self.retry_soon or bool(counts.get("WatchUnhealthy"))
+        runtime.metrics.set_gated(counts, oldest)
         if len(self.reasons) > 2 * len(state.held) + 100:
             self.reasons = {k: v for k, v in self.reasons.items() if k in state.held}
 
-    async def _release(self, namespace: str, name: str, patch: list[dict[str, Any]], message: str) -> bool:
-        try:
-            await self.api.json_patch(f"/api/v1/namespaces/{namespace}/pods/{name}", patch, attempts=1)
-        except Conflict:
-            self.runtime.metrics.write_failures.labels("pod-gate", "conflict").inc()
-            log.info("pod changed before release; will retry", pod=f"{namespace}/{name}")
-            return False
-        except ApiError as error:
-            self.runtime.metrics.write_failures.labels("pod-gate", str(error.status)).inc()
-            log.warning("gate release failed", pod=f"{namespace}/{name}", error=str(error))
-            return False
-        self.runtime.metrics.writes.labels("pod-gate").inc()
-        self.runtime.metrics.gate_releases.inc()
-        log.info("gate released", pod=f"{namespace}/{name}", placement=message)
-        return True
+    def _held(self, pod: PodView, decision: Decision) -> None:
+        """Rule 6: the Event says why, once the pod has been held for that reason ``EVENT_AFTER`` seconds (a
+        burst's pods are held for a moment for reasons that pass: no Event for those)."""
+        now = self.runtime.clock()
+        reason, since, said = self.reasons.get(pod.key) or ("", now, False)
+        if reason != decision.reason:
+            self.reasons[pod.key] = (decision.reason, now, False)
+            asyncio.get_running_loop().call_later(EVENT_AFTER, self.wake.set)
+        elif not said and now - since >= EVENT_AFTER:
+            self.reasons[pod.key] = (reason, since, True)
+            self._event(pod, decision.reason, f"held by {GATE}: {decision.message}")
 
-    async def _event(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
-        if self.runtime.config.events:
-            await events.post_pod(self.api, namespace, name, uid, reason, f"held by {GATE}: {message}",
-                                  self.runtime.metrics)
+    def _send(self, pod: PodView, decision: Decision) -> None:
+        """Start the release's patch (rule 2); what it relies on stays in flight until it is answered."""
+        self.released[pod.key] = pod
+        self.reasons.pop(pod.key, None)
+        task = asyncio.create_task(self._release(pod, decision), name=f"draledger-release-{pod.name}")
+        self.relying[task] = decision.pinned
+        self._settled.clear()
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self.relying.pop(task, None)
+        if not self.relying:
+            self._settled.set()
+        if self.runtime.state.held:
+            self.wake.set()  # a slot is free: pods decided releasable but not sent are decided again
+
+    async def _release(self, pod: PodView, decision: Decision) -> None:
+        assert decision.patch is not None
+        where = f"{pod.namespace}/{pod.name}"
+        metrics = self.runtime.metrics
+        async with self._slots:
+            try:
+                await self.api.json_patch(f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}", decision.patch,
+                                          attempts=1)
+            except Conflict:
+                metrics.write_failures.labels("pod-gate", "conflict").inc()
+                log.info("pod changed before release; will retry", pod=where)
+                self._retry(pod)
+                return
+            except ApiError as error:
+                metrics.write_failures.labels("pod-gate", str(error.status)).inc()
+                log.warning("gate release failed; will retry", pod=where, error=str(error))
+                self._retry(pod)
+                return
+            except (OSError, TimeoutError) as error:  # aiohttp's connection errors are OSErrors
+                metrics.write_failures.labels("pod-gate", "unreachable").inc()
+                log.warning("gate release failed; will retry", pod=where, server=self.api.server,
+                            cause=transport_cause(error))
+                self._retry(pod)
+                return
+        metrics.writes.labels("pod-gate").inc()
+        metrics.gate_releases.inc()
+        log.info("gate released", pod=where, placement=decision.message, released_on=decision.released_on)
+        self._event(pod, "Released", f"released by {GATE}: {decision.message}")
+
+    def _retry(self, pod: PodView) -> None:
+        """The patch failed: the pod is decided again after ``RELEASE_RETRY``, from the picture then."""
+        if self.released.get(pod.key) is pod:
+            del self.released[pod.key]
+        if self._retry_timer is None:
+            self._retry_timer = asyncio.get_running_loop().call_later(RELEASE_RETRY, self._retry_now)
+
+    def _retry_now(self) -> None:
+        self._retry_timer = None
+        self.wake.set()
+
+    def _event(self, pod: PodView, reason: str, message: str) -> None:
+        """Post an Event about the pod, in the background (rule 6)."""
+        if not self.runtime.config.events:
+            return
+        task = asyncio.create_task(events.post_pod(self.api, pod.namespace, pod.name, pod.uid, reason, message,
+                                                   self.runtime.metrics))
+        self._events.add(task)
+        task.add_done_callback(self._events.discard)
+
+    async def answered(self) -> None:
+        """Until every release in flight is answered."""
+        await self._settled.wait()
+
+    async def settle(self) -> None:
+        """Until every release and Event in flight is answered (tests, and a clean stop)."""
+        await self._settled.wait()
+        if self._events:
+            await asyncio.wait(list(self._events))
+
+
+class Outside:
+    """The nodes that are not this operator's: seen outside its ``--node-selector``, or, with a selector, not
+    seen at all (the API server filters the nodes watch by the selector, so a node of ours is always seen once
+    the rebuild is done; one it never delivers is outside, or does not exist and takes no pod)."""
+
+    __slots__ = ("runtime",)
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def __contains__(self, node: object) -> bool:
+        runtime = self.runtime
+        return node in runtime.outside or (bool(runtime.config.node_selector) and node not in runtime.state.nodes)
+
+
+def _age(pod: PodView, now: datetime) -> float:
+    """Seconds since the pod was created (0 when unknown)."""
+    if pod.gate_info and pod.gate_info.created:
+        try:
+            return (now - datetime.fromisoformat(pod.gate_info.created.replace("Z", "+00:00"))).total_seconds()
+        except ValueError:
+            return 0.0
+    return 0.0

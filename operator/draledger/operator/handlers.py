@@ -13,8 +13,8 @@ from typing import Any, cast
 import kopf
 
 from draledger.core.ledgers import GROUP, PLURAL, VERSION
+from draledger.operator.admitting import GatingWebhookServer, register_webhook
 from draledger.operator.config import OperatorConfig
-from draledger.operator.gating import GatingWebhookServer, register_webhook
 from draledger.operator.runtime import Runtime
 from draledger.operator.stored import StoredLedgers
 

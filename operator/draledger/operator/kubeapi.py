@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
+import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -33,6 +34,34 @@ FIELD_MANAGER = "draledger"
 USER_AGENT = f"draledger/{__version__}"
 MERGE_PATCH = "application/merge-patch+json"
 _ENCODER = msgspec.json.Encoder()
+
+
+def transport_cause(error: BaseException, timeout: float | None = None) -> str:
+    """What went wrong with a request that got no answer, in a few words, for one line (``timeout``: the
+    seconds it was given)."""
+    if isinstance(error, aiohttp.ClientConnectorCertificateError):
+        return f"TLS: the server's certificate is not trusted ({error.certificate_error})"
+    if isinstance(error, aiohttp.ClientSSLError | ssl.SSLError):
+        return f"TLS: {getattr(error, 'os_error', None) or error}"
+    if isinstance(error, aiohttp.ClientConnectorError):
+        os_error = error.os_error
+        if isinstance(os_error, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(os_error, socket.gaierror):
+            return f"unknown host {error.host} ({os_error.strerror})"
+        return os_error.strerror or str(os_error) or type(os_error).__name__
+    if isinstance(error, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection"
+    if isinstance(error, TimeoutError):
+        return f"no answer within {timeout:g} s" if timeout else "no answer in time"
+    if isinstance(error, json.JSONDecodeError):
+        return "the answer is not JSON: is this a Kubernetes API server?"
+    if isinstance(error, aiohttp.InvalidURL):
+        return f"not a URL: {error}"
+    if isinstance(error, KeyError):  # kopf looks the current context, its cluster and user up by name
+        return f"it names {error} but does not define it"
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 class ApiError(Exception):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
@@ -205,6 +205,7 @@ class Metrics:
         self.gated_oldest = Gauge(
             "draledger_gated_pod_oldest_seconds", "Age of the oldest pod still held by the gate", registry=r
         )
+        self._gated_reasons: set[str] = set()  # every reason ever counted: one no pod has any more reads 0
         self.admissions = Counter(
             "draledger_webhook_admissions",
             "Pod CREATE reviews the gating webhook answered: gated, or passed (and why)",
@@ -214,6 +215,9 @@ class Metrics:
         self.gate_releases = Counter(
             "draledger_gate_releases", "Gates removed (pods released to the scheduler)", registry=r
         )
+        self.release_passes = Counter(
+            "draledger_gate_release_passes", "Passes of the gate releaser over the held pods", registry=r
+        )
         self.frozen = Gauge("draledger_frozen", "1 when admission of new claim pods is frozen cluster-wide", registry=r)
         self.leader = Gauge(
             "draledger_leader",
@@ -221,6 +225,13 @@ class Metrics:
             registry=r,
         )
         self.leader.set_function(lambda: 1.0)  # until an elector says otherwise (Operator)
+    def set_gated(self, counts: Mapping[str, int], oldest: float) -> None:
+        """The pods held by the gate now, by reason, and the age of the oldest."""
+        self._gated_reasons.update(counts)
+        for reason in self._gated_reasons:
+            self.gated.labels(reason).set(counts.get(reason, 0))
+        self.gated_oldest.set(oldest)
+
     def count_event(self, kind: str) -> None:
         counts = self.event_counts
         counts[kind] = counts.get(kind, 0) + 1

@@ -36,6 +36,10 @@ class NodeMetadata(Metadata, total=False):
     labels: Any
 
 
+class PodMetadata(Metadata, total=False):
+    annotations: msgspec.Raw  # only whether there are any (a gate release adds its record): never decoded
+
+
 # ----- pods (views.pods.read_pod) -----
 class ContainerResources(TypedDict, total=False):
     requests: Any
@@ -84,7 +88,7 @@ class PodStatus(TypedDict, total=False):
 
 
 class Pod(TypedDict, total=False):
-    metadata: Metadata
+    metadata: PodMetadata
     spec: PodSpec
     status: PodStatus
 

@@ -148,6 +148,7 @@ class Operator:
                 tasks += [
                     self._writer_task,
                     asyncio.create_task(self._freshness(), name="draledger-freshness"),
+                    asyncio.create_task(self.writer.releaser.run(), name="draledger-gate-releaser"),
                     asyncio.create_task(self._freeze_rebuilt(), name="draledger-freeze"),
                     asyncio.create_task(self.releasing.follow(), name="draledger-release"),
                 ]

@@ -6,8 +6,10 @@ Rules:
 2. Rebuild: every kind's initial LIST must be complete (``Bookmark.LISTED``) and every listed object
    processed before ``rebuilt`` is set; until then every ledger is Rebuilding and nothing acts on them.
 3. A relist (after 410 Gone) forgets the objects of that kind that the new list no longer contains (by uid:
-   a name deleted and created again during the gap is the new object, and stays). The ledgers' stream is
-   watched for its health here; what it says of the stored ledgers is the writer's (``stored``).
+   a name deleted and created again during the gap is the new object, and stays). It is under way from its
+   first LIST request until the stream has ended it and every object it listed has been applied. The
+   ledgers' stream is watched for its health here; what it says of the stored ledgers is the writer's
+   (``stored``).
 4. Malformed objects never raise out of here: they become problems in the ledgers of their nodes.
 5. Flags that belong to other parts come from them: a ledger's freeze from what is stored (the writer's
    mirror), the pod-status backfill's condition from the backfill; ``flags`` takes both.
@@ -25,7 +27,9 @@ Rules:
    pod released 0.1 s later). Such a renewal is quiet (``renewing``): the release pass waits for it without
    deciding anything, so no pod gets an Event for it; a reconnection that lasts ``RECONNECT_GRACE`` is no
    renewal, and holds pods as ``WatchUnhealthy``. A stream that makes contact again after being held against
-   wakes the writer, so that the pods held meanwhile are looked at again at once.
+   wakes the releaser, so that the pods held meanwhile are looked at again at once. A watch request that is
+   answered is not yet contact: resumed from an expired resourceVersion, it is answered 200 and refused by its
+   first event (410 Gone). It counts as renewing until its first event, or ``RECONNECT_GRACE`` with none.
 """
 
 from __future__ import annotations
@@ -57,8 +61,9 @@ class Runtime:
         self.state = ClusterState()
         self.memo = DeviceMemo()  # republished slices keep their devices unread (views.slices, rule 4)
         self.dirty: dict[str, float] = {}  # node -> when it first turned dirty (for write latency)
-        self.touched: set[str] = set()  # nodes marked since the gate releaser last looked (it drains it)
-        self.wakeup = asyncio.Event()
+        self.generations: dict[str, int] = {}  # node -> how many times it was marked (the releaser compares)
+        self.wakeup = asyncio.Event()  # the writer's: something is dirty
+        self.release_wakeup = asyncio.Event()  # the gate releaser's: a held pod may have become releasable
         self.rebuilt = asyncio.Event()
         self.started_at = clock()
         self.rebuild_seconds: float | None = None
@@ -68,6 +73,8 @@ class Runtime:
         self._listing: dict[str, set[str]] = {kind: set() for kind in KINDS}  # uids of a listing under way
         self._relisting: set[str] = set()  # kinds whose relist (after a broken watch) is under way
         self._pending: set[tuple[str, str]] = set()  # listed but not yet processed (kind, uid)
+        self._pending_of: dict[str, int] = dict.fromkeys(KINDS, 0)  # how many of ``_pending`` per kind
+        self._listed_all: set[str] = set()  # kinds whose relist has ended in the stream: over once processed
         self._uids: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}  # uid -> state key
         self._node_filter = parse_selector(config.node_selector)
         self.outside: set[str] = set()  # nodes seen but not selected (outside the canary): not ours
@@ -96,14 +103,16 @@ class Runtime:
 
     # ----- dirtiness -----
     def mark(self, nodes: Iterable[str]) -> None:
-        dirty, touched = self.dirty, self.touched
+        """The nodes' inputs changed: each is dirty for the writer and one generation newer for the releaser
+        (a ledger computed at an older generation is not the node's picture now)."""
+        dirty, generations = self.dirty, self.generations
         now = None
         marked = False
         for node in nodes:
             if not node:
                 continue
             marked = True
-            touched.add(node)
+            generations[node] = generations.get(node, 0) + 1
             if node not in dirty:
                 if now is None:
                     now = self.clock()
@@ -149,9 +158,11 @@ class Runtime:
             self.metrics.count_event(kind)
             self.health[kind].contact(self.clock())
             pending = self._pending
-            if pending and (kind, uid) in pending:  # empty once rebuilt: no tuple built per event
+            if pending and (kind, uid) in pending:  # empty but during listings: no tuple built per event
                 pending.discard((kind, uid))
+                self._pending_of[kind] -= 1
                 self._check_rebuilt()
+                self._check_relisted(kind)
 
     def _upsert(self, kind: str, uid: str, body: Mapping[str, Any]) -> None:
         state = self.state
@@ -159,7 +170,7 @@ class Runtime:
             pod = read_pod(body)
             key = pod.key
             if GATE in pod.scheduling_gates:
-                self.wakeup.set()  # a pod for the release to look at
+                self.release_wakeup.set()  # a pod for the release to look at
             self._uids[kind][uid] = key
             self.mark(state.upsert_pod(pod))
         elif kind == "nodes":
@@ -176,7 +187,7 @@ class Runtime:
             self._uids[kind][uid] = claim.key
             self.mark(state.upsert_claim(claim))
             if state.held:  # a held pod may have been waiting for this claim (ClaimNotSeen, pinning, room)
-                self.wakeup.set()
+                self.release_wakeup.set()
         else:
             view = read_slice(body, self.memo, self.config.numa_attributes)  # only the attributes zones use
             self._upsert_slice(view)
@@ -248,7 +259,7 @@ class Runtime:
             return state.delete_pod(key)
         if kind == "resourceclaims":
             if state.held:
-                self.wakeup.set()
+                self.release_wakeup.set()
             return state.delete_claim(key)
         self.floors.pop(key, None)
         self.memo.forget(key)
@@ -264,18 +275,25 @@ class Runtime:
         self.mark(self._forget("nodes", name))
 
     # ----- watching.Observer -----
+    def listing_started(self, kind: str) -> None:
+        """A LIST request for ``kind``: after its first listing, a relist is under way (rule 3) from now on."""
+        if kind in self._listed_once:
+            self._relisting.add(kind)
+
     def listed_object(self, kind: str, uid: str) -> None:
         if kind in self._listed_once:
             self._relisting.add(kind)
         if kind in self._listing:
             self._listing[kind].add(uid)
-            if not self.rebuilt.is_set():
+            if (kind, uid) not in self._pending:  # Kopf's workers apply it later than the stream shows it
                 self._pending.add((kind, uid))
+                self._pending_of[kind] += 1
 
     def listing_done(self, kind: str) -> None:
         if kind not in self.health:
             return
-        self._relisting.discard(kind)
+        self._listed_all.add(kind)
+        self._check_relisted(kind)
         self._listed_once.add(kind)
         self.health[kind].contact(self.clock())
         if kind not in self._listing:  # the ledgers: their stored set is the writer's (rule 3)
@@ -286,6 +304,17 @@ class Runtime:
             self.forget_unlisted(kind, listed)
         self._listed[kind] = True
         self._check_rebuilt()
+
+    def _check_relisted(self, kind: str) -> None:
+        """A relist is over once the stream has ended it and every object it listed has been applied (rule 3):
+        Kopf's workers apply listed objects after the stream's end of the listing."""
+        if kind not in self._listed_all or self._pending_of.get(kind):
+            return
+        self._listed_all.discard(kind)
+        if kind in self._relisting:
+            self._relisting.discard(kind)
+            if self.state.held:
+                self.release_wakeup.set()
 
     def forget_unlisted(self, kind: str, listed: set[str]) -> None:
         """A complete list of ``kind`` holds the uids ``listed``: forget every other object of that kind."""
@@ -308,11 +337,18 @@ class Runtime:
     def contact(self, kind: str) -> None:
         if kind in self.health:
             health, now = self.health[kind], self.clock()
-            if self.state.held and (health.broken_since is not None or health.reconnecting):
-                self.wakeup.set()  # releases held while this stream was down are tried again now
+            if self.state.held and (health.broken_since is not None or health.reconnecting
+                                    or health.answered_at is not None):
+                self.release_wakeup.set()  # releases held while this stream was down are tried again now
             if health.broken_since is not None:
                 self.reconnected.set()  # the API server may have been upgraded meanwhile (operator.releasing)
             health.contact(now)
+
+    def answered(self, kind: str) -> None:
+        """Its watch request was answered; until its first event (or ``RECONNECT_GRACE``) it is not trusted."""
+        if kind in self.health:
+            self.contact(kind)
+            self.health[kind].answered(self.clock())
 
     def connecting(self, kind: str) -> None:
         if kind in self.health:
@@ -369,6 +405,8 @@ class Runtime:
                 issues.append((f"the {kind} watch is broken ({health.broken_reason})", False))
             elif since is not None:
                 issues.append((f"the {kind} watch is reconnecting", now - since < RECONNECT_GRACE))
+            elif health.answered_at is not None and now - health.answered_at < RECONNECT_GRACE:
+                issues.append((f"the {kind} watch is resuming", True))  # its first event may be a 410
             elif health.last_contact is None or now - health.last_contact > window:
                 issues.append((f"no recent contact with the {kind} watch", False))
         return issues

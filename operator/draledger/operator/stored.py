@@ -86,8 +86,16 @@ class Stored:
         """Nothing is stored (deleted, or never created); the versions seen stay, so they never go back."""
         self.exists, self.content, self.has_status, self.uid, self.resource_version = False, b"", False, "", ""
 
+    def take(self, obj: Mapping[str, Any]) -> None:
+        """Believe what the API shows of the object, versions never going back below the highest seen or
+        written (rule 2): the one place stored versions are merged."""
+        versions = (self.ledger_version, self.mapping_version)
+        self.read(obj)
+        self.ledger_version = max(self.ledger_version, versions[0])
+        self.mapping_version = max(self.mapping_version, versions[1])
+
     def read(self, obj: Mapping[str, Any]) -> None:
-        """Take what the API shows of the object (a LIST item, a GET answer or a watch event)."""
+        """Take what the API shows of the object (a LIST item, a GET answer or a watch event), as it is."""
         meta = _dict(obj.get("metadata"))
         spec = _dict(obj.get("spec"))
         status = _dict(obj.get("status"))
@@ -157,11 +165,15 @@ class StoredLedgers:
         return stored
 
     def load(self, obj: Mapping[str, Any]) -> str | None:
-        """One ledger of the writer's LIST at start; its node's name."""
+        """One ledger of the writer's LIST (at start, or at a takeover); its node's name."""
         name = _dict(obj.get("metadata")).get("name")
         if not isinstance(name, str) or not name:
             return None
-        self.by_node[name] = stored_from(obj, self.clock())
+        stored = self.by_node.get(name)
+        if stored is None:
+            self.by_node[name] = stored_from(obj, self.clock())
+        else:
+            stored.take(obj)
         return name
 
     def forget(self, node: str) -> None:
@@ -218,10 +230,5 @@ class StoredLedgers:
             return
         # New, edited or rewritten behind the writer's back: take what is stored (versions never go back);
         # the next plan compares against it.
-        versions = (stored.ledger_version, stored.mapping_version)
-        mapping_changed_at = stored.mapping_changed_at
-        stored.read(body)
-        stored.ledger_version = max(stored.ledger_version, versions[0])
-        stored.mapping_version = max(stored.mapping_version, versions[1])
-        stored.mapping_changed_at = mapping_changed_at
+        stored.take(body)
         self.mark({name})

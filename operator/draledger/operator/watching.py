@@ -7,9 +7,17 @@ watching layer, pinned to kopf==1.45.2 (a test fails loudly if they move):
 * ``watching.infinite_watch``: sees every raw event before Kopf queues it. Initial-list events
   (``type: None``) are recorded by UID, ``Bookmark.LISTED`` closes the listing. A relist after a broken
   watch (410 Gone) is recorded the same way, so that objects deleted during the gap can be forgotten.
-* ``watching.watch_objs``: an ``ERROR`` event or an exception marks the stream broken.
+* ``watching.watch_objs``: an ``ERROR`` event or an exception marks the stream broken. An ``ERROR`` event
+  other than 410 Gone ends the stream, which Kopf then watches again from its last resourceVersion, as
+  client-go's reflector does: Kopf itself would stop the whole operator on it (a 500 from an apiserver
+  that lost its etcd for a moment).
 * ``api.request``: a successful LIST or WATCH request for a resource is contact with the server; with a
-  server-side watch timeout, a healthy but quiet stream makes contact every ``watch_timeout`` seconds.
+  server-side watch timeout, a healthy but quiet stream makes contact every ``watch_timeout`` seconds. A
+  LIST request starts a listing: a relist is under way from its request on, not from its first object (the
+  answer's contact would otherwise make the stream look healthy before any listed object is taken). A WATCH
+  request's answer is not yet contact: a watch resumed from an expired resourceVersion is answered 200 and
+  refused by its first event (410 Gone), so the stream is only *answered* (``StreamHealth.answered``) until
+  its first event, or until a short grace has passed with none.
 * ``errors.check_response``: an error answer to one attempt of a LIST or WATCH (Kopf retries inside one
   ``api.request`` call, for ever) marks the stream broken at once, without waiting for the retries to end.
 * ``fetching.fetch_objs``: a kind the operator has already listed itself (``draledger.operator.priming``)
@@ -29,8 +37,9 @@ event, about one per pod event at a steady pace, and Kopf's processing of it cos
 event's own (benchmarks/results/scale.md). Kopf still lists, watches,
 reconnects and relists the ledgers; its registered ledger handler sees only what no observer took.
 
-Rules: the wrappers only observe; they never drop, reorder or alter an event of the four kinds (the one
-exception, the first listing of a primed kind, is empty because its objects are already in the state).
+Rules: the wrappers only observe; they never drop, reorder or alter an event of the four kinds (the
+exceptions: the first listing of a primed kind is empty because its objects are already in the state, and an
+ERROR event other than 410 ends its stream instead of the operator).
 Observers are called synchronously and must be cheap.
 """
 
@@ -55,9 +64,11 @@ LEDGERS_KIND = "nodeallocatableledgers"
 class Observer(Protocol):
     """What the hooks tell; an observer implements the methods it needs (the others are not called)."""
 
+    def listing_started(self, kind: str) -> None: ...
     def listed_object(self, kind: str, uid: str) -> None: ...
     def listing_done(self, kind: str) -> None: ...
     def contact(self, kind: str) -> None: ...
+    def answered(self, kind: str) -> None: ...
     def connecting(self, kind: str) -> None: ...
     def broken(self, kind: str, reason: str) -> None: ...
     async def resume_from(self, kind: str) -> str | None: ...
@@ -78,6 +89,7 @@ class Hooks:
 
     observers: list[Any] = field(default_factory=list)  # each implements some of ``Observer``
     installed: bool = False
+    originals: dict[str, Any] = field(default_factory=dict)  # Kopf's functions the wrappers call
 
     def _each(self, method: str, *args: str) -> None:
         for observer in list(self.observers):
@@ -110,7 +122,7 @@ class Hooks:
         original_infinite = kopf_watching.infinite_watch
         original_fetch = kopf_fetching.fetch_objs
         original_watch = kopf_watching.watch_objs
-        original_request = kopf_api.request
+        self.originals["request"] = kopf_api.request
         original_check = kopf_errors.check_response
         hooks = self
 
@@ -137,6 +149,10 @@ class Hooks:
                     if isinstance(event, dict) and event.get("type") == "ERROR":
                         code = (event.get("object") or {}).get("code")
                         hooks._each("broken", kind, f"watch error {code}")
+                        if code != 410:  # Kopf ends the operator on it; client-go's reflector watches again
+                            log.warning("watch error event; watching again", kind=kind, code=code,
+                                        message=str((event.get("object") or {}).get("message", ""))[:200])
+                            return
                     yield event
             except Exception as error:
                 hooks._each("broken", kind, f"watch failed: {type(error).__name__}")
@@ -150,14 +166,16 @@ class Hooks:
             kind = kind_of_url(url)
             if kind and method == "GET":  # a LIST or a WATCH: Kopf writes nothing to these resources
                 hooks._each("connecting", kind)
+                if "watch=true" not in url:  # a LIST: a listing is under way from its first request on
+                    hooks._each("listing_started", kind)
             try:
-                response = await original_request(*args, **kwargs)
+                response = await hooks.originals["request"](*args, **kwargs)
             except Exception as error:
                 if kind:
                     hooks._each("broken", kind, f"request failed: {type(error).__name__}")
                 raise
             if kind and getattr(response, "status", 500) < 400:
-                hooks._each("contact", kind)
+                hooks._each("answered" if "watch=true" in url else "contact", kind)
             return response
 
         async def check_response(response: Any) -> None:
@@ -206,12 +224,19 @@ class StreamHealth:
     broken_reason: str = ""
     restarts: int = 0
     connecting_since: float | None = None  # the stream ended or a request for it is under way
+    answered_at: float | None = None  # its watch request was answered, and no event has come yet
 
     def contact(self, now: float) -> None:
         self.last_contact = now
         self.broken_since = None
         self.broken_reason = ""
         self.connecting_since = None
+        self.answered_at = None
+
+    def answered(self, now: float) -> None:
+        """A watch request answered 200: connected, but its first event may still refuse it (410 Gone)."""
+        self.contact(now)
+        self.answered_at = now
 
     def connecting(self, now: float) -> None:
         if self.connecting_since is None:

@@ -22,9 +22,18 @@ Rules:
    answered 409 reads the ledger back; if there is none, the create failed and is tried again.
 7. Until the rebuild is complete nothing is computed or written, except marking stored ledgers Rebuilding.
 8. With leader election, a standby writes nothing (no ledger, release, backfill or Event): it keeps its dirty
-   set, and what is stored is read back from the ledger watch as always (``stored``). On taking over it
-   plans every node against those stored versions: no write where nothing changed, and no Rebuilding mark
-   unless its own state is not rebuilt yet (draledger.operator.leadership).
+   set, and what is stored is read back from the ledger watch as always (``stored``). On taking over it reads
+   the stored ledgers again (what it relies on must be stored under its own leadership), then plans every
+   node against them: no write where nothing changed, and no Rebuilding mark unless its own state is not
+   rebuilt yet (draledger.operator.leadership).
+10. The gate releaser decides from what this writer stored (operator.gating): every plan tells it the node's
+   ledger and generation, every answer (and every plan that finds the content stored already) confirms
+   that generation. A term (the start once rebuilt, a takeover) ends when every node has been planned and
+   its write answered: only then are gates released (``Releaser.ready``). A node a held pod waits for is
+   written at once (``expedite``). A ledger that stops vouching for its node (Ready stored, not Ready now) is
+   stored only after the releases in flight that rely on it are answered (``Releaser.quiet``).
+11. An API server that is away is an expected state: a failed write is one warning line per node per
+   backoff step, naming the server and the cause, with no traceback.
 9. Of a status write's answer only ``metadata.resourceVersion`` and ``spec`` are read (a freeze or resume
    stored just before the write shows there); the status it repeats is skipped undecoded. Bodies are
    encoded, and the semantic content serialized, with msgspec (benchmarks/results/scale.md: about 15% of the
@@ -36,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,11 +55,12 @@ import structlog
 from draledger.core.accounting.ledger import Flags, Ledger
 from draledger.core.ledgers import PLURAL, ledger_object, status_body
 from draledger.core.models import NodeAllocatableLedgerStatus, status_json
+from draledger.core.phases import SAFE
 from draledger.operator import events
 from draledger.operator.backfill import Backfill
 from draledger.operator.clocks import now_rfc3339
 from draledger.operator.gating import Releaser
-from draledger.operator.kubeapi import ApiError, Conflict, KubeApi, NotFound
+from draledger.operator.kubeapi import ApiError, Conflict, KubeApi, NotFound, transport_cause
 from draledger.operator.runtime import Runtime
 from draledger.operator.stored import VOLATILE, Stored, StoredLedgers, rejected_records, semantic_content
 
@@ -60,7 +70,6 @@ log = structlog.get_logger("draledger")
 LEDGERS = f"/apis/draledger.dev/v1alpha1/{PLURAL}"
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 30.0
-RELEASE_RETRY = 1.0  # seconds before a release pass that met a failed patch or an unhealthy stream runs again
 
 
 class _WrittenMeta(msgspec.Struct):
@@ -105,6 +114,7 @@ class Plan:
     body: dict[str, Any] | None
     content: bytes
     dirty_since: float
+    generation: int  # the node's generation the ledger was computed at (Runtime.mark)
 
 
 class Writer:
@@ -123,7 +133,11 @@ class Writer:
         self.leading = False  # as of the last look: the first look that finds this replica leading takes over
         self.stored = StoredLedgers(runtime.clock, runtime.mark)
         self.backfill = Backfill(runtime, api)
-        self.releaser = Releaser(runtime, api, self.flags)
+        self.releaser = Releaser(runtime, api, self.stored, self.flags, self.leads)
+        self.releaser.expedite = self.expedite
+        self.term: set[str] | None = None  # nodes of this term not planned and answered yet (rule 10)
+        self.urgent: set[str] = set()  # nodes a held pod waits for: written as soon as they can be
+        self.just_listed = False  # the stored ledgers were just listed (the start's LIST): a takeover reads them again
         self.inflight: dict[str, asyncio.Task[None]] = {}
         # Set the first time every ledger is written after the rebuild: nothing dirty, nothing in flight.
         self.caught_up = asyncio.Event()
@@ -138,11 +152,17 @@ class Writer:
     async def load_stored(self) -> None:
         """Read every stored ledger before the first write, so versions continue from them and what they
         hold is what the first writes compare against; refusals they keep are seeded again."""
+        listed: set[str] = set()
         async for items, _ in self.api.list_pages(LEDGERS, json.loads):  # one page alive at a time
             for obj in items:
                 name = self.stored.load(obj)
                 if name is not None:
+                    listed.add(name)
                     self.runtime.seed_refusals(name, rejected_records(obj))
+        for name, stored in list(self.stored.existing()):
+            if name not in listed:
+                stored.forget()  # deleted since it was last seen
+        self.just_listed = True
         log.info("stored ledgers read", count=len(self.stored))
 
     async def mark_rebuilding(self) -> None:
@@ -182,35 +202,55 @@ class Writer:
                 continue  # a standby: the dirty set waits for a takeover (rule 8)
             if runtime.rebuilt.is_set():  # until then keep the dirty set: it is written once rebuilt
                 started = runtime.clock()
-                for node in self._due(started):
-                    since = runtime.dirty.pop(node)
-                    try:
-                        self._start(node, since)
-                    except Exception:
-                        log.exception("ledger not computed; will retry", node=node)
-                        self._failed(node, since)
-                self._note_caught_up()
+                self.write_round()
                 pause = next_pause(config.coalesce_window, config.coalesce_window_max, runtime.clock() - started)
-            if runtime.state.held:
-                try:
-                    await self.releaser.release_pass()
-                except Exception:
-                    log.exception("gate release pass failed; will retry")
+
+    def write_round(self) -> None:
+        """Plan every dirty node that is due and start its write (the loop's work, once rebuilt and leading)."""
+        runtime = self.runtime
+        if self.term is None:  # the term's first round: every node (rule 10)
+            self.term = set(runtime.state.nodes) | set(runtime.dirty)
+        for node in self._due(runtime.clock()):
+            self._plan_and_send(node)
+        self._note_caught_up()
+
+    async def drain(self) -> None:
+        """Until no write is in flight (tests, and the benchmarks' settled moments)."""
+        while self.inflight:
+            await asyncio.gather(*self.inflight.values(), return_exceptions=True)
 
     async def take_lead(self) -> bool:
-        """Whether this replica writes now. Taking over (at start, too, without leader election): stored
-        ledgers are marked Rebuilding if the state is not complete yet, and every node is planned (rule 8)."""
+        """Whether this replica writes now. Taking over (at start, too, without leader election): the stored
+        ledgers are read again unless they were just listed, and marked Rebuilding if the state is not
+        complete yet, and every node is planned (rules 8, 10)."""
         runtime = self.runtime
         leading = self.leads()
+        if leading != self.leading:
+            self.releaser.forget_confirmations()  # a new term, or none: nothing is vouched for until written
+            self.term = None
         if leading and not self.leading:
             self.failures.clear()  # backoffs earned as a standby or a lost leader say nothing now
             self.retry_at.clear()
+            if not self.just_listed:
+                await self.load_stored()  # what the new leader relies on, read under its own leadership
             if not runtime.rebuilt.is_set():
+                await self.releaser.answered()  # nothing in flight relies on a ledger about to say Rebuilding
                 await self.mark_rebuilding()
             runtime.mark_all()
             runtime.mark(self.stored)  # ledgers whose Node is gone too: their entries go
+        self.just_listed = False  # a later takeover reads the stored ledgers again
         self.leading = leading
         return leading
+
+    def expedite(self, nodes: Iterable[str]) -> None:
+        """Held pods wait for these nodes' newest ledgers to be stored: write them now (rule 10)."""
+        if not self.leading or not self.runtime.rebuilt.is_set():
+            return
+        now = self.runtime.clock()
+        for node in nodes:
+            self.urgent.add(node)
+            if node in self.runtime.dirty and node not in self.inflight and self.retry_at.get(node, 0.0) <= now:
+                self._plan_and_send(node)
 
     async def _wait(self) -> None:
         """Until something is marked, or the earliest backoff of a dirty node is over."""
@@ -218,8 +258,6 @@ class Writer:
         if runtime.wakeup.is_set():
             return
         waiting = [self.retry_at[n] for n in runtime.dirty if n in self.retry_at and n not in self.inflight]
-        if runtime.state.held and self.releaser.retry_soon:
-            waiting.append(runtime.clock() + RELEASE_RETRY)
         if not waiting:
             await runtime.wakeup.wait()
             return
@@ -232,58 +270,100 @@ class Writer:
         inflight, retry_at = self.inflight, self.retry_at
         return sorted(n for n in self.runtime.dirty if n not in inflight and retry_at.get(n, 0.0) <= now)
 
+    def _plan_and_send(self, node: str) -> None:
+        since = self.runtime.dirty.pop(node)
+        try:
+            self._start(node, since)
+        except Exception:
+            log.exception("ledger not computed; will retry", node=node)
+            self._failed(node, since)
+            self._answered(node)
+
     def _start(self, node: str, dirty_since: float) -> None:
         plan = self.plan(node, dirty_since)
         if plan is None:
+            self._answered(node)
             return
         needs_backfill = self.runtime.config.pod_status == "backfill" and self.backfill.wanted(node)
-        if plan.body is None and not needs_backfill:
-            self._succeeded(node)
-            return
+        if plan.body is None:
+            self.releaser.confirm(node, plan.generation)  # what is stored is what is computed now
+            if not needs_backfill:
+                self._succeeded(node)
+                self._answered(node)
+                return
+        elif plan.ledger.phase != SAFE and self.stored.of(node).phase == SAFE:
+            self.releaser.demoting.add(node)  # rule 10: it stops vouching; releases wait for the answer
         task = asyncio.create_task(self._write_task(node, plan), name=f"draledger-write-{node}")
         self.inflight[node] = task
 
     async def _write_task(self, node: str, plan: Plan) -> None:
         runtime = self.runtime
         try:
+            if node in self.releaser.demoting:
+                await self.releaser.quiet(node)
             async with self._slots:
                 await self.write_node(node, plan)
         except asyncio.CancelledError:
             raise
         except Exception as error:
-            if not isinstance(error, ApiError):
+            delay = self._failed(node, plan.dirty_since)
+            if isinstance(error, OSError | TimeoutError):  # the API server is away: expected (rule 11)
+                log.warning("ledger write failed; will retry", node=node, server=self.api.server,
+                            cause=transport_cause(error), retry_in=round(delay, 1))
+            elif not isinstance(error, ApiError):  # an ApiError was logged where it was met
                 log.exception("ledger write failed; will retry", node=node)
-            self._failed(node, plan.dirty_since)
         else:
             self._succeeded(node)
         finally:
             self.inflight.pop(node, None)
+            self.releaser.demoting.discard(node)
+            self._answered(node)
             if node in runtime.dirty:
-                runtime.wakeup.set()
+                if node in self.urgent and self.retry_at.get(node, 0.0) <= runtime.clock():
+                    self._plan_and_send(node)  # a held pod waits for it (rule 10)
+                else:
+                    runtime.wakeup.set()
             self._note_caught_up()
+
+    def _answered(self, node: str) -> None:
+        """The node's plan of this round is over (written, found stored, or failed): the term may end."""
+        if node not in self.runtime.dirty:
+            self.urgent.discard(node)
+        term = self.term
+        if term:
+            term.discard(node)
+            if not term:
+                self.releaser.ready.set()
+                self.releaser.wake.set()
 
     def _note_caught_up(self) -> None:
         if not self.caught_up.is_set() and not self.inflight and not self.runtime.dirty:
             self.caught_up.set()
+        if self.term is not None and not self.term and not self.releaser.ready.is_set():
+            self.releaser.ready.set()  # a term with no node at all
+            self.releaser.wake.set()
 
     def _succeeded(self, node: str) -> None:
         self.failures.pop(node, None)
         self.retry_at.pop(node, None)
 
-    def _failed(self, node: str, dirty_since: float) -> None:
+    def _failed(self, node: str, dirty_since: float) -> float:
+        """The node waits its backoff, dirty; the seconds it waits."""
         runtime = self.runtime
         failures = self.failures[node] = self.failures.get(node, 0) + 1
-        self.retry_at[node] = runtime.clock() + backoff(failures)
+        delay = backoff(failures)
+        self.retry_at[node] = runtime.clock() + delay
         runtime.dirty.setdefault(node, dirty_since)
         runtime.wakeup.set()
+        return delay
 
     # ----- one node -----
     def plan(self, node: str, dirty_since: float) -> Plan | None:
         """The node's ledger now, and the status write it needs (synchronous: no event comes in between)."""
         runtime = self.runtime
+        generation = runtime.generations.get(node, 0)
         ledger = runtime.state.ledger(node, self.flags(node))
-        runtime.touched.discard(node)
-        self.releaser.note(node, ledger)
+        self.releaser.note(node, ledger, generation)
         if ledger is None:
             self.stored.forget(node)  # the Node is gone (its ledger goes with it, by ownerReference) or not selected
             return None
@@ -303,8 +383,8 @@ class Writer:
         )
         content = semantic_content(body)
         if stored.exists and stored.has_status and stored.content == content:
-            return Plan(ledger, None, content, dirty_since)
-        return Plan(ledger, body, content, dirty_since)
+            return Plan(ledger, None, content, dirty_since, generation)
+        return Plan(ledger, body, content, dirty_since, generation)
 
     async def write_node(self, node: str, plan: Plan) -> None:
         """Send the plan: create the ledger if needed, replace its status, then backfill the node's pods."""
@@ -350,6 +430,7 @@ class Writer:
         stored.conditions, stored.has_status = body["conditions"], True
         meta = (answer or {}).get("metadata") if isinstance(answer, dict) else None
         stored.resource_version = str((meta or {}).get("resourceVersion") or "")
+        self.releaser.confirm(node, plan.generation)  # the answer is the read-back (rule 10)
         spec = answer.get("spec") if isinstance(answer, dict) else None
         if isinstance(spec, dict) and stored.read_spec(spec):
             runtime.mark({node})  # frozen or resumed since the last ledger event: that event is older than this
@@ -387,26 +468,17 @@ class Writer:
             runtime.metrics.write_failures.labels("ledger", str(error.status)).inc()
             raise
         runtime.metrics.writes.labels("ledger-create").inc()
-        versions = (stored.ledger_version, stored.mapping_version)
-        stored.read(created)
-        stored.ledger_version, stored.mapping_version = max(versions[0], stored.ledger_version), max(
-            versions[1], stored.mapping_version
-        )
+        stored.take(created)
         return True
 
     async def _reread(self, node: str, stored: Stored) -> None:
         """What the API holds now; versions never go back below what this operator wrote."""
-        versions = (stored.ledger_version, stored.mapping_version)
         try:
             obj = await self.api.get(f"{LEDGERS}/{node}", attempts=1)
         except NotFound:
             stored.forget()
             return
-        mapping_changed_at = stored.mapping_changed_at
-        stored.read(obj)
-        stored.ledger_version = max(versions[0], stored.ledger_version)
-        stored.mapping_version = max(versions[1], stored.mapping_version)
-        stored.mapping_changed_at = mapping_changed_at
+        stored.take(obj)
 
     @staticmethod
     def _phase_message(ledger: Ledger, stored: Stored) -> str:

@@ -1,29 +1,37 @@
-"""Gate release: when a pod held by ``draledger.dev/ledger-ready`` may go to the scheduler, and where.
+"""Gate release: when a pod held by ``draledger.dev/ledger-ready`` may go to the scheduler, where, and on what.
 
-A release needs positive evidence, never the mere absence of a problem seen so far:
-1. Nothing is released before the ledgers are rebuilt, while admission is frozen cluster-wide, or while any
+A release needs positive evidence, never the mere absence of a problem seen so far, and the evidence is the
+record others read: a node's ledger *as stored*.
+1. Nothing is released before the ledgers are rebuilt and stored, while admission is frozen cluster-wide, or while any
    watch stream the decision depends on is unhealthy this very moment (broken, relisting, reconnecting,
    silent).
-2. A released pod may only land on a node whose ledger is Ready now. Its node affinity is tightened
-   (``metadata.name NotIn [...]`` every node of ours that is not Ready) in the same JSON patch that removes
-   the gate (KEP-3838 allows tightening while a pod is gated). Nodes outside the canary (seen, not selected)
-   are not ours and not restricted.
+2. A node vouches for a pod only when its ledger is Ready both as computed now and as stored (``vouched``): a
+   ledger not written yet, or stored Rebuilding, Stale, Frozen or Overcommitted, vouches for nothing, whatever
+   the operator's memory says. A released pod's node affinity is tightened (``metadata.name NotIn [...]``
+   every node of ours that does not vouch, those with no stored ledger included) in the same JSON patch that
+   removes the gate (KEP-3838 allows tightening while a pod is gated). Nodes outside the canary (seen, not
+   selected) are not ours and not restricted.
 3. A claim the pod names but the operator has not seen yet (its event may still be on the way) holds the pod:
    it may already be allocated, and releasing early could send the pod where its claim is not.
    A template claim not yet generated does not hold it: it cannot be allocated before this pod is scheduled.
 4. An allocated claim must resolve: every device of its results published in the newest generation of a
    complete pool. Otherwise the pod is held (``ClaimUnresolved``): its charge would be unknown.
-5. When the pod's claims are already allocated, it may only go to their node(s): each must be Ready (a node
-   of ours not seen at all is not), and the pod's footprint (claims included, each with its mapping) must fit in
-   the node's ``free`` and in what the scheduler leaves free (``schedulerRequested``: it binds only what fits
-   there), in the scheduler's units; otherwise it stays gated with a reason.
+5. When the pod's claims are already allocated, it may only go to their node(s) (pinned: ``In``). Each must
+   vouch, and its stored ledger must hold exactly what is computed now (``current``: the room checked below is
+   the room stored); a node that vouches but whose newer picture is not stored yet holds the pod
+   (``LedgerPending``) until it is, and the shell writes that node first. The pod's footprint (claims
+   included, each with its mapping) must fit in the node's ``free`` and in what the scheduler leaves free
+   (``schedulerRequested``: it binds only what fits there), in the scheduler's units.
 6. Only our gate is removed; other controllers' gates stay. The patch is guarded by ``resourceVersion``.
+7. Every release says what it relied on, in the same patch: the annotation ``draledger.dev/released-on``
+   (core.records): ``node@ledgerVersion=N`` for each node a pinned pod may go to, or ``*@resourceVersion=R``
+   for a pod the scheduler places.
 """
 
 from __future__ import annotations
 
 from collections.abc import Container, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from draledger.core.accounting.contributions import STALE_REASONS
@@ -31,6 +39,8 @@ from draledger.core.accounting.footprints import NO_CHARGE, DraCharge, footprint
 from draledger.core.accounting.uses import UseCatalog, claim_uses, dra_charge
 from draledger.core.phases import SAFE
 from draledger.core.quantities import ZERO, Quantity, scheduler_units
+from draledger.core.records import ANNOTATION as ANNOTATION
+from draledger.core.records import Record
 from draledger.core.views import PodView
 from draledger.core.views.pods import GATE as GATE
 
@@ -40,18 +50,65 @@ REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 @dataclass(frozen=True, slots=True)
 class NodeStanding:
-    phase: str
+    """One node of ours as a release sees it: its ledger computed now, and what its stored ledger says."""
+
+    phase: str  # computed now
     free: Mapping[str, int]  # in the scheduler's units (ResourceLine.free_units)
     scheduler_free: Mapping[str, int] | None = None  # what NodeInfo leaves (ResourceLine.scheduler_free_units)
+    stored_phase: str = ""  # "": no ledger stored (yet)
+    ledger_version: int = 0  # of the stored ledger
+    current: bool = False  # the stored ledger holds what is computed now (rule 5)
+
+    @property
+    def vouched(self) -> bool:
+        """Rule 2: Ready as computed and as stored."""
+        return self.phase == SAFE_PHASE and self.stored_phase == SAFE_PHASE
+
+    def why(self) -> str:
+        """Why the node does not vouch, for people ("" when it does)."""
+        if self.phase != SAFE_PHASE:
+            return str(self.phase)
+        if not self.stored_phase:
+            return "no ledger stored yet"
+        if self.stored_phase != SAFE_PHASE:
+            return f"stored {self.stored_phase}"
+        return ""
+
+
+@dataclass(slots=True)
+class Standings:
+    """Every node of ours at one moment, and what a pass derives from them once (not once per pod)."""
+
+    nodes: dict[str, NodeStanding]
+    revision: str = ""  # the newest resourceVersion among the stored ledgers relied on (rule 7)
+    unsafe: list[str] = field(default_factory=list)  # sorted: the nodes that do not vouch
+
+    def __post_init__(self) -> None:
+        self.unsafe = sorted(name for name, standing in self.nodes.items() if not standing.vouched)
+
+    def reserve(self, nodes: Container[str], needed: Mapping[str, int]) -> None:
+        """A pod released onto ``nodes`` with this footprint (scheduler units): later decisions of the same
+        batch see that much less room there."""
+        for name, standing in list(self.nodes.items()):
+            if name in nodes:
+                less = {r: standing.free.get(r, 0) - needed.get(r, 0) for r in {*standing.free, *needed}}
+                below = standing.scheduler_free
+                if below is not None:
+                    below = {r: below.get(r, 0) - needed.get(r, 0) for r in {*below, *needed}}
+                self.nodes[name] = replace(standing, free=less, scheduler_free=below)
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     release: bool
     reason: str  # Released | Rebuilding | Frozen | WatchUnhealthy | ClaimNotSeen | ClaimUnresolved
-    # | NoReadyNode | NodeUnavailable | NoRoom | ClaimsOnDifferentNodes
+    # | NoReadyNode | NodeUnavailable | LedgerPending | NoRoom | ClaimsOnDifferentNodes
     message: str
     patch: list[dict[str, Any]] | None = None
+    released_on: str = ""  # rule 7's record
+    pinned: tuple[str, ...] | None = None  # the nodes a pinned pod may go to (None: every node that vouches)
+    waiting_on: tuple[str, ...] = ()  # LedgerPending: the nodes whose ledger must be stored first
+    needed: Mapping[str, int] = field(default_factory=dict)  # a pinned pod's footprint, in scheduler units
 
 
 def _claims_charge(
@@ -88,20 +145,29 @@ def _claims_charge(
     return dra_charge(shares) if shares else NO_CHARGE, pinned, unseen, unresolved
 
 
-def _fits(needed: Mapping[str, Quantity], free: Mapping[str, int]) -> bool:
-    """Whether the footprint fits, judged as the scheduler does: each resource rounded up to its unit."""
-    return all(scheduler_units(name, q) <= free.get(name, 0) for name, q in needed.items() if q > ZERO)
+def _units(needed: Mapping[str, Quantity]) -> dict[str, int]:
+    """The footprint in the scheduler's units: each resource rounded up to its unit."""
+    return {name: scheduler_units(name, q) for name, q in needed.items() if q > ZERO}
 
 
-def _room(needed: Mapping[str, Quantity], standing: NodeStanding) -> bool:
+def _fits(needed: Mapping[str, int], free: Mapping[str, int]) -> bool:
+    return all(units <= free.get(name, 0) for name, units in needed.items())
+
+
+def _room(needed: Mapping[str, int], standing: NodeStanding) -> bool:
     """Rule 5: room in the ledger's own account and in what the scheduler charges (it binds only what fits
     there)."""
     return _fits(needed, standing.free) and (standing.scheduler_free is None or _fits(needed, standing.scheduler_free))
 
 
+def _explained(names: list[str], nodes: Mapping[str, NodeStanding]) -> str:
+    """``n1 (Frozen), n2 (no ledger stored yet)``: each node with why it does not vouch."""
+    return ", ".join(f"{n} ({nodes[n].why()})" if n in nodes else f"{n} (not seen)" for n in names)
+
+
 def decide(
     pod: PodView,
-    nodes: Mapping[str, NodeStanding],
+    standings: Standings,
     catalog: UseCatalog,
     *,
     rebuilt: bool,
@@ -110,9 +176,9 @@ def decide(
     streams_unhealthy: str = "",
     outside: Container[str] = frozenset(),
 ) -> Decision:
-    """``nodes``: the standing of every node of ours, current; ``outside``: nodes seen but not selected."""
+    """``standings``: every node of ours, now; ``outside``: nodes seen but not selected."""
     if not rebuilt:
-        return Decision(False, "Rebuilding", "the ledgers are being rebuilt after an operator start")
+        return Decision(False, "Rebuilding", "the ledgers are being rebuilt and stored (an operator start or takeover)")
     if cluster_frozen:
         return Decision(False, "Frozen", "admission of new claim pods is frozen cluster-wide")
     if streams_unhealthy:
@@ -122,48 +188,61 @@ def decide(
         return Decision(False, "ClaimNotSeen", f"waiting to see its ResourceClaim {', '.join(unseen)}")
     if unresolved:
         return Decision(False, "ClaimUnresolved", "; ".join(unresolved))
-    unsafe = sorted(name for name, standing in nodes.items() if standing.phase != SAFE_PHASE)
+    nodes = standings.nodes
     if pinned is not None:
-        if not pinned:
-            return Decision(
-                False, "ClaimsOnDifferentNodes", "the pod's allocated claims are on different nodes"
-            )
-        needed = footprint(pod, charge, catalog.release)
-        usable = [
-            n for n in sorted(pinned) if n in outside or (n in nodes and nodes[n].phase == SAFE_PHASE)
-        ]
-        if not usable:
-            return Decision(
-                False,
-                "NodeUnavailable",
-                f"its claims' node(s) {', '.join(sorted(pinned))} are not Ready (or not seen)",
-            )
-        roomy = [n for n in usable if n in outside or _room(needed, nodes[n])]
-        if not roomy:
-            wanted = ", ".join(f"{r}={q}" for r, q in sorted(needed.items()) if q > ZERO)
-            return Decision(False, "NoRoom", f"no room for its footprint ({wanted}) on {', '.join(usable)}")
-        return Decision(
-            True,
-            "Released",
-            f"pinned to {', '.join(roomy)}",
-            release_patch(pod, {"key": "metadata.name", "operator": "In", "values": roomy}),
-        )
-    if nodes and len(unsafe) == len(nodes):
-        return Decision(False, "NoReadyNode", "no node's ledger is Ready")
-    requirement = {"key": "metadata.name", "operator": "NotIn", "values": unsafe} if unsafe else None
-    message = f"kept away from {', '.join(unsafe)}" if unsafe else "every ledger is Ready"
-    return Decision(True, "Released", message, release_patch(pod, requirement))
+        return _pinned(pod, sorted(pinned), standings, _units(footprint(pod, charge, catalog.release)), outside)
+    if nodes and len(standings.unsafe) == len(nodes):
+        return Decision(False, "NoReadyNode", f"no node's ledger is Ready: {_explained(standings.unsafe, nodes)}")
+    unsafe = standings.unsafe
+    requirement = {"key": "metadata.name", "operator": "NotIn", "values": list(unsafe)} if unsafe else None
+    record = Record({}, True, standings.revision).text()
+    message = f"kept away from {_explained(unsafe, nodes)}" if unsafe else "every ledger is Ready"
+    return Decision(True, "Released", f"{message}; released on {record}", release_patch(pod, requirement, record),
+                    record)
 
 
-def release_patch(pod: PodView, requirement: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """One JSON patch: test the resourceVersion, remove our gate, add the node requirement to every term."""
+def _pinned(
+    pod: PodView, pinned: list[str], standings: Standings, needed: dict[str, int], outside: Container[str]
+) -> Decision:
+    """Rule 5: a pod whose claims are allocated goes to their node(s) only."""
+    nodes = standings.nodes
+    if not pinned:
+        return Decision(False, "ClaimsOnDifferentNodes", "the pod's allocated claims are on different nodes")
+    usable = [n for n in pinned if n in outside or (n in nodes and nodes[n].vouched)]
+    if not usable:
+        return Decision(False, "NodeUnavailable",
+                        f"its claims' node(s) are not Ready: {_explained(pinned, nodes)}")
+    pending = [n for n in usable if n not in outside and not nodes[n].current]
+    if len(pending) == len(usable):
+        return Decision(False, "LedgerPending", f"waiting for the newest ledger of {', '.join(pending)} to be stored",
+                        waiting_on=tuple(pending))
+    roomy = [n for n in usable if n in outside or (n not in pending and _room(needed, nodes[n]))]
+    if not roomy:
+        wanted = ", ".join(f"{r}={q}" for r, q in sorted(needed.items()))
+        return Decision(False, "NoRoom", f"no room for its footprint ({wanted}) on {', '.join(usable)}",
+                        waiting_on=tuple(pending))
+    record = Record({n: None if n in outside else nodes[n].ledger_version for n in roomy}).text()
+    requirement = {"key": "metadata.name", "operator": "In", "values": roomy}
+    return Decision(True, "Released", f"pinned to {', '.join(roomy)}; released on {record}",
+                    release_patch(pod, requirement, record), record, pinned=tuple(roomy), needed=needed)
+
+
+def release_patch(pod: PodView, requirement: dict[str, Any] | None, record: str = "") -> list[dict[str, Any]]:
+    """One JSON patch: test the resourceVersion, remove our gate, record what the release relied on (rule 7),
+    add the node requirement to every term."""
     ops: list[dict[str, Any]] = [
         {"op": "test", "path": "/metadata/resourceVersion", "value": pod.resource_version},
         {"op": "remove", "path": f"/spec/schedulingGates/{pod.scheduling_gates.index(GATE)}"},
     ]
+    info = pod.gate_info
+    if record:
+        if info and info.has_annotations:
+            ops.append({"op": "add", "path": f"/metadata/annotations/{ANNOTATION.replace('/', '~1')}",
+                        "value": record})
+        else:
+            ops.append({"op": "add", "path": "/metadata/annotations", "value": {ANNOTATION: record}})
     if requirement is None:
         return ops
-    info = pod.gate_info
     node_affinity = info.node_affinity if info else None
     terms_path = f"/spec/affinity/nodeAffinity/{REQUIRED}"
     if not (info and info.has_affinity):

@@ -109,6 +109,7 @@ class GateInfo:
     created: str  # metadata.creationTimestamp
     has_affinity: bool  # spec.affinity exists (any kind)
     node_affinity: dict[str, Any] | None  # spec.affinity.nodeAffinity, as sent
+    has_annotations: bool = False  # metadata.annotations exists: the release adds its record to it, or creates it
 
 
 class PodView(NamedTuple):
@@ -231,6 +232,7 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
             created=reader.string(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
             has_affinity="affinity" in spec and spec.get("affinity") is not None,
             node_affinity=dict(affinity["nodeAffinity"]) if isinstance(affinity.get("nodeAffinity"), dict) else None,
+            has_annotations=meta.get("annotations") is not None,
         )
         if GATE in gates
         else None,

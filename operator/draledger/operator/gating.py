@@ -173,7 +173,8 @@ class Releaser:
         while True:
             if self.retry_soon:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), timeout=self.retry_in)
+                    async with asyncio.timeout(self.retry_in):  # not wait_for: on 3.11 it can lose a cancellation
+                        await self.wake.wait()
             else:
                 await self.wake.wait()
             self.wake.clear()

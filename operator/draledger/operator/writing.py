@@ -263,7 +263,8 @@ class Writer:
             return
         delay = max(0.0, min(waiting) - runtime.clock())
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(runtime.wakeup.wait(), timeout=delay)
+            async with asyncio.timeout(delay):  # not wait_for: on 3.11 it can lose a cancellation (the stop's)
+                await runtime.wakeup.wait()
 
     def _due(self, now: float) -> list[str]:
         """The dirty nodes to plan now: not written at this moment, not waiting out a backoff."""

@@ -346,6 +346,50 @@ class TestWriteThenRelease:
         assert {"key": "metadata.name", "operator": "NotIn", "values": ["n1"]} == requirement(second)
 
 
+class TestStandingsStayCurrent:
+    @staticmethod
+    def rebuilt_whole(writer: Writer) -> tuple[dict[str, Any], list[str]]:
+        """The standings built from nothing: what the incremental ones must equal."""
+        from draledger.operator.gating import Releaser
+
+        fresh = Releaser(writer.runtime, writer.api, writer.stored, writer.flags)
+        fresh.computed, fresh.confirmed, fresh.demoting = writer.releaser.computed, writer.releaser.confirmed, \
+            writer.releaser.demoting
+        fresh.changed = set(fresh.computed)
+        standings = fresh.standings()
+        return dict(standings.nodes), list(standings.unsafe)
+
+    async def test_the_standings_built_node_by_node_equal_those_built_whole(self) -> None:
+        """After a node going NotReady, a stored ledger deleted and a freeze, each before and after the writer's
+        round, the standings kept node by node (only what changed is built again) equal those built from
+        nothing."""
+        runtime, _ = loaded([*case_items("v08"), gated_pod("g")])
+        api = FakeApi(ledger_answers(runtime))
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        await written(writer)
+        node = next(item for item in case_items("v08") if item["kind"] == "Node" and item["metadata"]["name"] == "n1")
+        steps = [
+            lambda: runtime.event("nodes", "MODIFIED", {**node, "status": {**node["status"], "conditions": [
+                {"type": "Ready", "status": "False", "reason": "KubeletDown"}]}}),
+            lambda: writer.stored.ledger_event("DELETED", {"metadata": {
+                "name": "n2", "uid": writer.stored.of("n2").uid}}),
+            lambda: writer.stored.ledger_event("MODIFIED", {"metadata": {
+                "name": "n3", "uid": writer.stored.of("n3").uid, "resourceVersion": "99999"},
+                "spec": {"frozen": True}, "status": {}}),
+        ]
+        for step in steps:
+            step()
+            writer.releaser.refresh()
+            incremental = writer.releaser.standings()
+            assert self.rebuilt_whole(writer) == (dict(incremental.nodes), list(incremental.unsafe))
+            writer.write_round()
+            await writer.drain()
+            writer.releaser.refresh()
+            incremental = writer.releaser.standings()
+            assert self.rebuilt_whole(writer) == (dict(incremental.nodes), list(incremental.unsafe))
+        assert ["n1", "n3"] == list(writer.releaser.standings().unsafe)  # n2's ledger was written again
+
+
 class TestReleaseAfterRebuild:
     async def test_an_overcommitted_node_is_not_vouched_for(self) -> None:
         """Only Ready ledgers take new claim pods: an Overcommitted node is kept away too."""

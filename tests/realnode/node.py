@@ -1,0 +1,453 @@
+"""One real node joined to a real control plane: containerd, runc and the release's kubelet, and its teardown.
+
+Rules:
+1. Everything the node owns lives under its ``workdir``: containerd's root, state, socket, runc root and CDI
+   directory; the kubelet's root directory (``plugins_registry/``, ``plugins/``, pods, checkpoints), pod logs,
+   configuration, kubeconfig and certificates. The pods' cgroups live under a cgroup root of the node's own
+   (``/draledger-<name>`` in every v1 hierarchy), so two nodes on one machine never share one.
+2. The kubelet is who it is in a real cluster: ``system:node:<name>`` in ``system:nodes`` (a client certificate
+   from the control plane's CA, so the Node authorizer and NodeRestriction apply), x509 and webhook
+   authentication with anonymous access off, webhook authorization, a serving certificate from the same CA on
+   127.0.0.1, and the control plane's feature gates. Since v1.35 it refuses cgroup v1 unless told
+   ``failCgroupV1: false``; the runtime's cgroup driver is ``cgroupfs`` (no systemd here).
+3. containerd v2 (built by tests/realcluster/building.py) runs runc (Debian's, with seccomp) with
+   ``restrict_oom_score_adj`` (this VM refuses lower oom_score_adj values), CDI on, the node's CDI directory
+   only, and a CNI configuration that is never used: pods are ``hostNetwork``, but without a loaded network
+   configuration the runtime reports NetworkReady=false and the node would never be Ready.
+4. The image is tests/realnode/image.py's busybox, imported with ``ctr images import``; it is the sandbox image
+   too, and pods name it with ``imagePullPolicy: Never``.
+5. Teardown leaves nothing behind, in this order: the kubelet (and the drivers registered with ``adopt``), every
+   task killed and deleted through ``ctr`` (containers outlive the kubelet and containerd, and their init
+   processes ignore SIGTERM), containerd, any shim still serving this containerd (found by its socket path in
+   its command line), the mounts under ``workdir`` (deepest first, detached), the cgroup root, the kubelet's
+   links to the pod logs in /var/log/containers. It runs on
+   ``stop``, on a failed ``start``, and on SIGINT/SIGTERM and at exit through the launcher's handlers.
+6. ``restart_kubelet``/``stop_kubelet``/``start_kubelet`` stop and start the kubelet alone; its pods keep running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.realcluster import building, pki
+from tests.realcluster.cluster import Api, wait_until
+from tests.realcluster.launcher import (
+    ControlPlane,
+    StartError,
+    Stoppable,
+    _die_with_parent,
+    _kill_group,
+    free_port,
+    tail,
+    track,
+    untrack,
+)
+from tests.realnode.image import IMAGE, oci_archive
+
+NAMESPACE = "k8s.io"  # containerd's namespace of the CRI plugin
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CONTAINER_LOG_LINKS = Path("/var/log/containers")
+STOP_GRACE = 10.0
+DEADLINES = {"containerd": 30.0, "kubelet": 120.0}
+POLL = 0.2
+RUNC_CANDIDATES = ("/usr/sbin/runc", "/usr/bin/runc")
+LEASE_SECONDS = 8  # the kubelet renews its Lease every quarter of it: 2 s (see launcher.NODE_MONITOR_GRACE)
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_MNT_DETACH = 2
+
+
+def find_runc() -> Path | None:
+    for candidate in RUNC_CANDIDATES:
+        if os.access(candidate, os.X_OK):
+            return Path(candidate)
+    return None
+
+
+class RealNode:
+    """containerd + kubelet of ``plane``'s release on this machine, registered as Node ``name``."""
+
+    def __init__(self, plane: ControlPlane, workdir: Path, name: str, *, labels: dict[str, str] | None = None,
+                 kubelet_config: dict[str, Any] | None = None) -> None:
+        self.plane = plane
+        self.release = plane.release
+        self.workdir = workdir
+        self.name = name
+        self.labels = labels or {}
+        self.kubelet_overrides = kubelet_config or {}
+        self.logs = workdir / "logs"
+        self.socket = workdir / "containerd" / "containerd.sock"
+        self.cdi_dir = workdir / "cdi"
+        self.root_dir = workdir / "kubelet"
+        self.pod_logs = workdir / "pod-logs"
+        self.cgroup = f"/draledger-{name}"
+        self.kubelet_port = 0
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.started_pids: list[int] = []
+        self.adopted: list[Stoppable] = []  # drivers: stopped before the kubelet
+        self._sinks: dict[str, Any] = {}
+        self._containerd_bin = Path()
+
+    # -- where things are
+
+    @property
+    def registry_dir(self) -> Path:
+        """Where the kubelet watches for plugin registration sockets (``<root>/plugins_registry``)."""
+        return self.root_dir / "plugins_registry"
+
+    def plugin_dir(self, driver: str) -> Path:
+        """A DRA driver's plugin data directory (``<root>/plugins/<driver>``, the helper's default layout)."""
+        return self.root_dir / "plugins" / driver
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "kubelet.kubeconfig"
+
+    def api(self) -> Api:
+        return self.plane.api()
+
+    # -- lifecycle
+
+    def __enter__(self) -> RealNode:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """containerd, the image, the kubelet; returns once the Node is Ready. Any failure tears it all down."""
+        track(self)
+        try:
+            for directory in (self.logs, self.cdi_dir, self.root_dir, self.pod_logs, self.registry_dir,
+                              self.root_dir / "plugins", self.workdir / "static-pods"):
+                directory.mkdir(parents=True, exist_ok=True)
+            self._containerd_bin = building.tool("containerd")
+            self._make_cgroup_root()
+            self._start_containerd()
+            self.ctr("images", "import", str(oci_archive(self.workdir / "busybox.tar")))
+            self._credentials()
+            self.start_kubelet()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Module rule 5. Idempotent."""
+        for started in reversed(self.adopted):
+            with contextlib.suppress(Exception):
+                started.stop()
+        self.adopted.clear()
+        self._stop("kubelet")
+        if self._alive("containerd"):
+            with contextlib.suppress(Exception):
+                self._kill_tasks()
+        self._stop("containerd")
+        self._kill_shims()
+        self._unmount()
+        self._remove_cgroup_root()
+        self._remove_log_links()
+        untrack(self)
+
+    def adopt(self, started: Stoppable) -> None:
+        """Stop ``started`` (a driver) with the node, before its kubelet."""
+        self.adopted.append(started)
+
+    # -- the kubelet alone
+
+    def start_kubelet(self) -> None:
+        """Start the kubelet and wait until its Node is Ready (again)."""
+        config = self._kubelet_config()
+        args = [str(self.release.binary("kubelet")), f"--config={config}", f"--kubeconfig={self.kubeconfig}",
+                f"--root-dir={self.root_dir}", f"--hostname-override={self.name}", "--node-ip=127.0.0.1",
+                "--v=2"]
+        if self.labels:
+            args.append("--node-labels=" + ",".join(f"{key}={value}" for key, value in sorted(self.labels.items())))
+        since = time.time()
+        self._spawn("kubelet", args)
+        self._await("kubelet", lambda: self.ready_since(since), "Ready")
+        self._write_addresses()
+
+    def _write_addresses(self) -> None:
+        """The Node's addresses, written once as a cloud controller would (module rule 2).
+
+        The kubelet refuses a loopback node IP ("nodeIP can't be loopback address") and then writes no address
+        at all; without ``--node-ip`` it would pick the default route's interface, where nothing listens.
+        kube-apiserver reaches the kubelet (``kubectl logs``) at the InternalIP, and the kubelet leaves the
+        field alone afterwards (its setter keeps failing before it writes).
+        """
+        node = self.node() or {}
+        wanted = [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": self.name}]
+        if node.get("status", {}).get("addresses") != wanted:
+            self.api().patch(f"/api/v1/nodes/{self.name}/status", {"status": {"addresses": wanted}})
+
+    def stop_kubelet(self) -> None:
+        self._stop("kubelet")
+
+    def restart_kubelet(self) -> None:
+        self.stop_kubelet()
+        self.start_kubelet()
+
+    def kubelet_running(self) -> bool:
+        return self._alive("kubelet")
+
+    def node(self) -> dict[str, Any] | None:
+        got: dict[str, Any] | None = self.api().get_or_none(f"/api/v1/nodes/{self.name}")
+        return got
+
+    def ready(self) -> bool:
+        return self.ready_since(0.0)
+
+    def ready_since(self, since: float) -> bool:
+        """The Node is Ready, with a heartbeat newer than ``since`` (a Unix time) and no not-ready taints."""
+        node = self.node() or {}
+        for condition in node.get("status", {}).get("conditions", []):
+            if condition.get("type") == "Ready":
+                beat = time.mktime(time.strptime(condition.get("lastHeartbeatTime", "1970-01-01T00:00:00Z"),
+                                                 "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+                taints = {taint.get("key") for taint in node.get("spec", {}).get("taints") or []}
+                return (condition.get("status") == "True" and beat >= int(since)
+                        and not taints & {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+        return False
+
+    # -- containerd
+
+    def ctr(self, *args: str, check: bool = True, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        """``ctr`` against this node's containerd, in the CRI namespace."""
+        command = [str(self._containerd_bin.parent / "ctr"), "--address", str(self.socket), "--namespace",
+                   NAMESPACE, *args]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        if check and done.returncode != 0:
+            raise StartError(f"ctr {' '.join(args)} failed (exit {done.returncode}): {done.stderr.strip()}")
+        return done
+
+    def _containerd_config(self) -> Path:
+        runc = find_runc()
+        if runc is None:
+            raise StartError("runc is not installed (apt-get install runc)")
+        cni = self.workdir / "cni"
+        cni.mkdir(parents=True, exist_ok=True)
+        # loaded, never run: hostNetwork pods need no network plugin (module rule 3)
+        (cni / "10-unused.conflist").write_text(json.dumps({
+            "cniVersion": "1.0.0", "name": "unused", "plugins": [{"type": "loopback"}]}), encoding="utf-8")
+        base = self.workdir / "containerd"
+        runtime = 'plugins."io.containerd.cri.v1.runtime"'
+        text = f"""version = 3
+root = "{base / 'root'}"
+state = "{base / 'state'}"
+disabled_plugins = ["io.containerd.nri.v1.nri"]
+
+[grpc]
+  address = "{self.socket}"
+
+[plugins."io.containerd.cri.v1.images".pinned_images]
+  sandbox = "{IMAGE}"
+
+[{runtime}]
+  enable_cdi = true
+  cdi_spec_dirs = ["{self.cdi_dir}"]
+  restrict_oom_score_adj = true
+
+[{runtime}.cni]
+  bin_dirs = ["{cni}"]
+  conf_dir = "{cni}"
+
+[{runtime}.containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[{runtime}.containerd.runtimes.runc.options]
+  SystemdCgroup = false
+  BinaryName = "{runc}"
+  Root = "{base / 'runc'}"
+"""
+        path = base / "config.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def _start_containerd(self) -> None:
+        config = self._containerd_config()
+        self._spawn("containerd", [str(self._containerd_bin), "--config", str(config)])
+        self._await("containerd", lambda: self.ctr("version", check=False, timeout=10).returncode == 0, "serving")
+
+    def _kill_tasks(self) -> None:
+        """SIGKILL and delete every task, then every container (module rule 5)."""
+        tasks = self.ctr("tasks", "ls", "-q", check=False).stdout.split()
+        for task in tasks:
+            self.ctr("tasks", "kill", "--all", "--signal", "SIGKILL", task, check=False)
+        for task in tasks:
+            def deleted(task: str = task) -> bool:
+                return (self.ctr("tasks", "delete", task, check=False).returncode == 0
+                        or task not in self.ctr("tasks", "ls", "-q", check=False).stdout.split())
+
+            with contextlib.suppress(AssertionError):
+                wait_until(deleted, within=15, what=f"task {task} to be deleted")
+        for container in self.ctr("containers", "ls", "-q", check=False).stdout.split():
+            self.ctr("containers", "delete", container, check=False)
+
+    def _kill_shims(self) -> None:
+        """Shims serving this node's containerd that outlived it: found by their ``-address`` argument."""
+        mine = str(self.socket).encode()
+        for pid in _pids_with_argument(mine):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+    # -- the kubelet's identity and configuration
+
+    def _credentials(self) -> None:
+        keys = self.plane.pki
+        assert keys is not None, "the control plane is not started"
+        directory = self.workdir / "pki"
+        client = pki.issue_client(keys, directory, "kubelet-client", f"system:node:{self.name}", ("system:nodes",))
+        serving = pki.issue_serving(keys, directory, "kubelet-serving", self.name)
+        pki.write_kubeconfig(self.kubeconfig, self.plane.server, keys.ca_cert, client, f"system:node:{self.name}")
+        self._serving = serving
+
+    def _kubelet_config(self) -> Path:
+        keys = self.plane.pki
+        assert keys is not None
+        if not self.kubelet_port:
+            self.kubelet_port = free_port()
+            self._healthz_port = free_port()
+        config: dict[str, Any] = {
+            "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+            "address": "127.0.0.1", "port": self.kubelet_port, "readOnlyPort": 0,
+            "healthzBindAddress": "127.0.0.1", "healthzPort": self._healthz_port,
+            "tlsCertFile": str(self._serving.cert), "tlsPrivateKeyFile": str(self._serving.key),
+            "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": True},
+                               "x509": {"clientCAFile": str(keys.ca_cert)}},
+            "authorization": {"mode": "Webhook"},
+            "cgroupDriver": "cgroupfs", "cgroupRoot": self.cgroup, "failCgroupV1": False, "failSwapOn": False,
+            "containerRuntimeEndpoint": f"unix://{self.socket}",
+            "podLogsDir": str(self.pod_logs),
+            "staticPodPath": str(self.workdir / "static-pods"), "fileCheckFrequency": "2s",
+            "featureGates": dict(sorted(self.plane.component_gates.get("kubelet", self.plane.feature_gates).items())),
+            "nodeLeaseDurationSeconds": LEASE_SECONDS, "nodeStatusUpdateFrequency": "2s",
+            "nodeStatusReportFrequency": "10s", "syncFrequency": "10s",
+            "makeIPTablesUtilChains": False,
+            # a shared disk never turns the node DiskPressure; the image is pinned (the sandbox) and never collected
+            "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "nodefs.inodesFree": "1%",
+                             "imagefs.available": "1%"},
+            "imageGCHighThresholdPercent": 100,
+            "serializeImagePulls": False,
+            **self.kubelet_overrides,
+        }
+        path = self.workdir / "kubelet-config.json"
+        path.write_text(json.dumps(config, indent=1), encoding="utf-8")  # JSON is YAML
+        return path
+
+    # -- cgroups and mounts
+
+    def _hierarchies(self) -> list[Path]:
+        return [path for path in sorted(CGROUP_ROOT.iterdir()) if path.is_dir() and (path / "cgroup.procs").exists()]
+
+    def _make_cgroup_root(self) -> None:
+        for hierarchy in self._hierarchies():
+            path = hierarchy / self.cgroup.lstrip("/")
+            path.mkdir(exist_ok=True)
+            if (hierarchy / "cpuset.cpus").exists():  # a new v1 cpuset is empty: no task could join it
+                for name in ("cpuset.cpus", "cpuset.mems"):
+                    (path / name).write_text((hierarchy / name).read_text())
+
+    def _remove_cgroup_root(self) -> None:
+        for hierarchy in self._hierarchies():
+            top = hierarchy / self.cgroup.lstrip("/")
+            if not top.exists():
+                continue
+            for path in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+            with contextlib.suppress(OSError):
+                top.rmdir()
+
+    def mounts(self) -> list[str]:
+        """Mount points under ``workdir`` (deepest first)."""
+        prefix = str(self.workdir.resolve()) + "/"
+        points = []
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            point = line.split()[4].replace("\\040", " ")
+            if point.startswith(prefix) or point == prefix.rstrip("/"):
+                points.append(point)
+        return sorted(set(points), key=lambda point: -point.count("/"))
+
+    def _unmount(self) -> None:
+        for _ in range(3):  # a bind mount may hide another under it
+            points = self.mounts()
+            if not points:
+                return
+            for point in points:
+                _LIBC.umount2(point.encode(), _MNT_DETACH)
+
+    def _remove_log_links(self) -> None:
+        """The kubelet links every container's log into /var/log/containers (a fixed path): remove ours."""
+        mine = str(self.workdir.resolve()) + "/"
+        with contextlib.suppress(OSError):
+            for link in CONTAINER_LOG_LINKS.iterdir():
+                with contextlib.suppress(OSError):
+                    if link.is_symlink() and os.readlink(link).startswith(mine):
+                        link.unlink()
+
+    # -- processes
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        log = self.logs / f"{name}.log"
+        sink = log.open("ab")
+        sink.write(f"\n==== start: {' '.join(args)}\n".encode())
+        sink.flush()
+        main_thread = threading.current_thread() is threading.main_thread()
+        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                   start_new_session=True, cwd=self.workdir,
+                                   preexec_fn=_die_with_parent if main_thread else None)
+        self.processes[name] = process
+        self._sinks[name] = sink
+        self.started_pids.append(process.pid)
+
+    def _alive(self, name: str) -> bool:
+        process = self.processes.get(name)
+        return process is not None and process.poll() is None
+
+    def _stop(self, name: str) -> None:
+        process = self.processes.pop(name, None)
+        if process is not None:
+            _kill_group(process, STOP_GRACE)
+        sink = self._sinks.pop(name, None)
+        if sink is not None:
+            sink.close()
+
+    def _await(self, name: str, ready: Callable[[], Any], what: str) -> None:
+        process = self.processes[name]
+        log = self.logs / f"{name}.log"
+        deadline = time.monotonic() + DEADLINES[name]
+        while True:
+            code = process.poll()
+            if code is not None:
+                raise StartError(f"{name} exited with {code} before it was {what}; log {log}:\n{tail(log)}")
+            with contextlib.suppress(Exception):
+                if ready():
+                    return
+            if time.monotonic() > deadline:
+                raise StartError(f"{name} of node {self.name} was not {what} within {DEADLINES[name]:.0f} s;"
+                                 f" log {log}:\n{tail(log)}")
+            time.sleep(POLL)
+
+
+def _pids_with_argument(argument: bytes) -> list[int]:
+    """Processes whose command line has ``argument`` as one of its words."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if argument in (entry / "cmdline").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+    return found

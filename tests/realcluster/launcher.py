@@ -152,6 +152,38 @@ def _install_handlers() -> None:
         atexit.register(stop_all)
 
 
+def spawn(args: list[str], log: Path, header: str, cwd: Path,
+          env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    """Start ``args`` in a process group of its own (rule 4), stdout and stderr appended to ``log`` after a
+    ``==== header`` line; from the main thread it also dies with this process (rule 5). The caller closes the
+    returned sink once the process is stopped."""
+    sink = log.open("ab")
+    sink.write(f"\n==== {header}: {' '.join(args)}\n".encode())
+    sink.flush()
+    main_thread = threading.current_thread() is threading.main_thread()
+    process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                               start_new_session=True, cwd=cwd, env=env,
+                               preexec_fn=_die_with_parent if main_thread else None)
+    return process, sink
+
+
+def await_process(name: str, process: subprocess.Popen[bytes], log: Path, ready: Callable[[], Any], what: str,
+                  within: float) -> None:
+    """Poll ``ready`` until it is truthy; StartError with the log's tail if ``process`` exits first or ``within``
+    s pass (a ``ready`` that raises OSError, ValueError or AssertionError counts as not ready yet)."""
+    deadline = time.monotonic() + within
+    while True:
+        code = process.poll()
+        if code is not None:
+            raise StartError(f"{name} exited with {code} before it was {what}; log {log}:\n{tail(log)}")
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            if ready():
+                return
+        if time.monotonic() > deadline:
+            raise StartError(f"{name} was not {what} within {within:.0f} s; log {log}:\n{tail(log)}")
+        time.sleep(POLL)
+
+
 @dataclass
 class Component:
     """One running binary."""
@@ -315,13 +347,7 @@ class ControlPlane:
         log = self.logs / f"{name}.log"
         for attempt in range(1, ATTEMPTS + 1):
             args = [str(self.release.binary(name)), *make_args(), *self.extra_args.get(name, [])]
-            sink = log.open("ab")
-            sink.write(f"\n==== attempt {attempt}: {' '.join(args)}\n".encode())
-            sink.flush()
-            main_thread = threading.current_thread() is threading.main_thread()
-            process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                                       start_new_session=True, cwd=self.workdir,
-                                       preexec_fn=_die_with_parent if main_thread else None)
+            process, sink = spawn(args, log, f"attempt {attempt}", self.workdir)
             self.components[name] = Component(name, process, log, sink, args)
             self.started_pids.append(process.pid)
             try:
@@ -336,19 +362,7 @@ class ControlPlane:
 
     def _await(self, name: str, ready: Callable[[], Any], what: str) -> None:
         component = self.components[name]
-        deadline = time.monotonic() + DEADLINES[name]
-        while True:
-            code = component.process.poll()
-            if code is not None:
-                raise StartError(f"{name} exited with {code} before it was {what}; log {component.log}:\n"
-                                 f"{tail(component.log)}")
-            with contextlib.suppress(OSError, ValueError, AssertionError):
-                if ready():
-                    return
-            if time.monotonic() > deadline:
-                raise StartError(f"{name} was not {what} within {DEADLINES[name]:.0f} s; log {component.log}:\n"
-                                 f"{tail(component.log)}")
-            time.sleep(POLL)
+        await_process(name, component.process, component.log, ready, what, DEADLINES[name])
 
     # -- etcd
 

@@ -1,9 +1,11 @@
 """One real node joined to a real control plane: containerd, runc and the release's kubelet, and its teardown.
 
 Rules:
-1. Everything the node owns lives under its ``workdir``: containerd's root, state, socket, runc root and CDI
-   directory; the kubelet's root directory (``plugins_registry/``, ``plugins/``, pods, checkpoints), pod logs,
-   configuration, kubeconfig and certificates. The pods' cgroups live under a cgroup root of the node's own
+1. Everything the node owns lives under its ``workdir`` (logs, configuration, kubeconfig, certificates, CDI
+   directory, pod logs) and a short ``rundir`` (``/tmp/rn-XXXXXXXX``, linked as ``workdir/run``): containerd's
+   root, state, socket and runc root, and the kubelet's root directory (``plugins_registry/``, ``plugins/``,
+   pods, checkpoints). Unix sockets live there, and a socket path must fit in 108 bytes, which pytest's
+   directories do not leave room for. The pods' cgroups live under a cgroup root of the node's own
    (``/draledger-<name>`` in every v1 hierarchy), so two nodes on one machine never share one.
 2. The kubelet is who it is in a real cluster: ``system:node:<name>`` in ``system:nodes`` (a client certificate
    from the control plane's CA, so the Node authorizer and NodeRestriction apply), x509 and webhook
@@ -19,8 +21,8 @@ Rules:
 5. Teardown leaves nothing behind, in this order: the kubelet (and the drivers registered with ``adopt``), every
    task killed and deleted through ``ctr`` (containers outlive the kubelet and containerd, and their init
    processes ignore SIGTERM), containerd, any shim still serving this containerd (found by its socket path in
-   its command line), the mounts under ``workdir`` (deepest first, detached), the cgroup root, the kubelet's
-   links to the pod logs in /var/log/containers. It runs on
+   its command line), the mounts under ``rundir`` and ``workdir`` (deepest first, detached), the cgroup root,
+   the kubelet's links to the pod logs in /var/log/containers, and ``rundir`` itself. It runs on
    ``stop``, on a failed ``start``, and on SIGINT/SIGTERM and at exit through the launcher's handlers.
 6. ``restart_kubelet``/``stop_kubelet``/``start_kubelet`` stop and start the kubelet alone; its pods keep running.
 """
@@ -31,9 +33,10 @@ import contextlib
 import ctypes
 import json
 import os
+import shutil
 import signal
 import subprocess
-import threading
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,10 +48,10 @@ from tests.realcluster.launcher import (
     ControlPlane,
     StartError,
     Stoppable,
-    _die_with_parent,
     _kill_group,
+    await_process,
     free_port,
-    tail,
+    spawn,
     track,
     untrack,
 )
@@ -86,9 +89,12 @@ class RealNode:
         self.labels = labels or {}
         self.kubelet_overrides = kubelet_config or {}
         self.logs = workdir / "logs"
-        self.socket = workdir / "containerd" / "containerd.sock"
+        self.rundir = Path(tempfile.mkdtemp(prefix="rn-", dir="/tmp"))
+        (workdir).mkdir(parents=True, exist_ok=True)
+        (workdir / "run").symlink_to(self.rundir)
+        self.socket = self.rundir / "containerd" / "containerd.sock"
         self.cdi_dir = workdir / "cdi"
-        self.root_dir = workdir / "kubelet"
+        self.root_dir = self.rundir / "kubelet"
         self.pod_logs = workdir / "pod-logs"
         self.cgroup = f"/draledger-{name}"
         self.kubelet_port = 0
@@ -157,6 +163,8 @@ class RealNode:
         self._unmount()
         self._remove_cgroup_root()
         self._remove_log_links()
+        if not self.mounts() and self.rundir.exists():  # never remove through a mount that stayed
+            shutil.rmtree(self.rundir, ignore_errors=True)
         untrack(self)
 
     def adopt(self, started: Stoppable) -> None:
@@ -240,7 +248,7 @@ class RealNode:
         # loaded, never run: hostNetwork pods need no network plugin (module rule 3)
         (cni / "10-unused.conflist").write_text(json.dumps({
             "cniVersion": "1.0.0", "name": "unused", "plugins": [{"type": "loopback"}]}), encoding="utf-8")
-        base = self.workdir / "containerd"
+        base = self.rundir / "containerd"
         runtime = 'plugins."io.containerd.cri.v1.runtime"'
         text = f"""version = 3
 root = "{base / 'root'}"
@@ -371,12 +379,12 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
                 top.rmdir()
 
     def mounts(self) -> list[str]:
-        """Mount points under ``workdir`` (deepest first)."""
-        prefix = str(self.workdir.resolve()) + "/"
+        """Mount points under ``rundir`` or ``workdir`` (deepest first)."""
+        prefixes = tuple(str(path.resolve()) + "/" for path in (self.rundir, self.workdir))
         points = []
         for line in Path("/proc/self/mountinfo").read_text().splitlines():
             point = line.split()[4].replace("\\040", " ")
-            if point.startswith(prefix) or point == prefix.rstrip("/"):
+            if point.startswith(prefixes) or point + "/" in prefixes:
                 points.append(point)
         return sorted(set(points), key=lambda point: -point.count("/"))
 
@@ -390,7 +398,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 
     def _remove_log_links(self) -> None:
         """The kubelet links every container's log into /var/log/containers (a fixed path): remove ours."""
-        mine = str(self.workdir.resolve()) + "/"
+        mine = tuple(str(path.resolve()) + "/" for path in (self.rundir, self.workdir))
         with contextlib.suppress(OSError):
             for link in CONTAINER_LOG_LINKS.iterdir():
                 with contextlib.suppress(OSError):
@@ -400,14 +408,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
     # -- processes
 
     def _spawn(self, name: str, args: list[str]) -> None:
-        log = self.logs / f"{name}.log"
-        sink = log.open("ab")
-        sink.write(f"\n==== start: {' '.join(args)}\n".encode())
-        sink.flush()
-        main_thread = threading.current_thread() is threading.main_thread()
-        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                                   start_new_session=True, cwd=self.workdir,
-                                   preexec_fn=_die_with_parent if main_thread else None)
+        process, sink = spawn(args, self.logs / f"{name}.log", "start", self.workdir)
         self.processes[name] = process
         self._sinks[name] = sink
         self.started_pids.append(process.pid)
@@ -425,20 +426,8 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
             sink.close()
 
     def _await(self, name: str, ready: Callable[[], Any], what: str) -> None:
-        process = self.processes[name]
-        log = self.logs / f"{name}.log"
-        deadline = time.monotonic() + DEADLINES[name]
-        while True:
-            code = process.poll()
-            if code is not None:
-                raise StartError(f"{name} exited with {code} before it was {what}; log {log}:\n{tail(log)}")
-            with contextlib.suppress(Exception):
-                if ready():
-                    return
-            if time.monotonic() > deadline:
-                raise StartError(f"{name} of node {self.name} was not {what} within {DEADLINES[name]:.0f} s;"
-                                 f" log {log}:\n{tail(log)}")
-            time.sleep(POLL)
+        await_process(f"{name} of node {self.name}", self.processes[name], self.logs / f"{name}.log", ready, what,
+                      DEADLINES[name])
 
 
 def _pids_with_argument(argument: bytes) -> list[int]:

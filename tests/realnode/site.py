@@ -32,6 +32,7 @@ from tests.realnode.node import RealNode
 NODE = "realnode-0"
 LABEL = ("realnode.draledger.dev/site", "realnode")
 WITHIN = 60.0
+KUBELET = {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"}
 
 
 @dataclass
@@ -72,7 +73,7 @@ def start_site(release: Release, workdir: Path) -> NodeSite:
     """Module rule 1; on failure everything started so far is stopped."""
     plane = ControlPlane(release, workdir / "plane", real_nodes=True)
     plane.start()
-    node = RealNode(plane, workdir / "node", NODE, labels={LABEL[0]: LABEL[1]})
+    node = RealNode(plane, workdir / "node", NODE, labels={LABEL[0]: LABEL[1]}, kubelet_config=KUBELET)
     operator: OperatorProcess | None = None
     try:
         node.start()

@@ -36,7 +36,7 @@ from typing import Any
 from tests.realcluster import building
 from tests.realcluster.building import BuildSpec, Built
 from tests.realcluster.cluster import RESOURCE_API, Api, ensure_namespace
-from tests.realcluster.launcher import ControlPlane, _kill_group, spawn
+from tests.realcluster.launcher import ControlPlane, _kill_group, await_process, spawn
 from tests.realcluster.operating import request_token, token_kubeconfig
 from tests.realcluster.releases import ROOT, Release, selected, user_cache
 from tests.realnode.node import RealNode
@@ -98,21 +98,20 @@ class Driver:
     """One process of the test driver on ``node``, publishing ``pools`` (the JSON of driver.go rule 2)."""
 
     def __init__(self, node: RealNode, kubeconfig: Path, name: str, pools: dict[str, Any], *,
-                 metadata: str = "helper", rolling_update_uid: str = "", qps: float = 50.0,
-                 instance: str = "") -> None:
+                 metadata: str = "helper", rolling_update_uid: str = "", instance: str = "") -> None:
         self.node = node
         self.kubeconfig = kubeconfig
         self.name = name  # the driver name, e.g. cpu.realnode.draledger.dev
         self.pools = pools
         self.metadata = metadata
         self.rolling_update_uid = rolling_update_uid
-        self.qps = qps
         self.workdir = node.workdir / "drivers"
         self.instance = instance or name.split(".")[0]
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.port = 0
         self._sink: Any = None
+        self._control = Path()
 
     @property
     def plugin_dir(self) -> Path:
@@ -124,35 +123,38 @@ class Driver:
 
     def start(self) -> Driver:
         """Start it (again) and wait until the kubelet has registered it; the node stops it with itself."""
+        self.launch()
+        return self.await_registered()
+
+    def launch(self) -> None:
+        """Start the process (again), without waiting; the node stops it with itself."""
         assert self.process is None or self.process.poll() is not None, "already running"
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         devices = self.workdir / f"{self.instance}-devices-{self.starts}.json"
         devices.write_text(json.dumps(self.pools), encoding="utf-8")
-        control = self.workdir / f"{self.instance}-control-{self.starts}"
+        self._control = control = self.workdir / f"{self.instance}-control-{self.starts}"
         writer = json.dumps([sys.executable, str(Path(__file__).resolve().parent / "pywriter.py"),
                              "--release", self.node.release.name])
         args = [str(driver_binary(self.node.release)), f"--driver={self.name}", f"--node={self.node.name}",
                 f"--kubeconfig={self.kubeconfig}", f"--registry-dir={self.node.registry_dir}",
                 f"--plugin-dir={self.plugin_dir}", f"--cdi-dir={self.node.cdi_dir}", f"--devices={devices}",
                 f"--metadata={self.metadata}", f"--python-writer={writer}", f"--control={control}",
-                f"--instance={self.instance}-{self.starts}", f"--qps={self.qps:g}", f"--burst={max(1, int(self.qps))}"]
+                f"--instance={self.instance}-{self.starts}"]
         if self.rolling_update_uid:
             args.append(f"--rolling-update-uid={self.rolling_update_uid}")
         self.process, self._sink = spawn(args, self.log, f"start {self.starts}", self.workdir,
                                          {**os.environ, "PYTHONPATH": str(ROOT)})
         if self not in self.node.adopted:
             self.node.adopt(self)
-        deadline = time.monotonic() + START_DEADLINE
-        while not control.exists() or not control.read_text().strip():
-            if self.process.poll() is not None:
-                raise AssertionError(f"driver {self.instance} exited with {self.process.returncode}; log {self.log}:\n"
-                                     f"{self.tail()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"driver {self.instance} was not registered within {START_DEADLINE:.0f} s:"
-                                     f" {self.tail()}")
-            time.sleep(0.1)
-        self.port = int(control.read_text())  # written once the kubelet registered the plugin (driver.go rule 5)
+
+    def await_registered(self) -> Driver:
+        """Until the driver says the kubelet registered it: it writes its control port then (driver.go rule 5)."""
+        assert self.process is not None, "not launched"
+        control = self._control
+        await_process(f"driver {self.instance}", self.process, self.log,
+                      lambda: control.exists() and control.read_text().strip(), "registered", START_DEADLINE)
+        self.port = int(control.read_text())
         return self
 
     def running(self) -> bool:
@@ -199,6 +201,10 @@ class Driver:
         changes, or to the pool's ``generation`` when that is higher)."""
         self._post("/publish", pools)
         self.pools = pools
+
+    def pace(self, every: float) -> None:
+        """Make each of the driver's writes to the API server wait ``every`` s first (0: no wait)."""
+        self._post(f"/pace?every={every:g}s", {})
 
     def update_metadata(self, claim: dict[str, Any], request: str, devices: list[dict[str, Any]]) -> None:
         """Rewrite ``request``'s metadata of ``claim`` (a ResourceClaim) with ``devices`` ({request, pool, device,

@@ -25,6 +25,7 @@ Rules:
    the kubelet's links to the pod logs in /var/log/containers, and ``rundir`` itself. It runs on
    ``stop``, on a failed ``start``, and on SIGINT/SIGTERM and at exit through the launcher's handlers.
 6. ``restart_kubelet``/``stop_kubelet``/``start_kubelet`` stop and start the kubelet alone; its pods keep running.
+   ``power_cycle`` is a node restart: everything stops and every container dies, then everything starts again.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tests.realcluster import building, pki
 from tests.realcluster.cluster import Api, wait_until
@@ -68,6 +69,14 @@ LEASE_SECONDS = 8  # the kubelet renews its Lease every quarter of it: 2 s (see 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _MNT_DETACH = 2
+
+
+class Plugin(Stoppable, Protocol):
+    """A process the node stops with itself and starts again after a power cycle: a DRA driver."""
+
+    def launch(self) -> None: ...
+
+    def await_registered(self) -> object: ...
 
 
 def find_runc() -> Path | None:
@@ -100,7 +109,7 @@ class RealNode:
         self.kubelet_port = 0
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.started_pids: list[int] = []
-        self.adopted: list[Stoppable] = []  # drivers: stopped before the kubelet
+        self.adopted: list[Plugin] = []  # drivers: stopped before the kubelet
         self._sinks: dict[str, Any] = {}
         self._containerd_bin = Path()
 
@@ -167,9 +176,28 @@ class RealNode:
             shutil.rmtree(self.rundir, ignore_errors=True)
         untrack(self)
 
-    def adopt(self, started: Stoppable) -> None:
-        """Stop ``started`` (a driver) with the node, before its kubelet."""
+    def adopt(self, started: Plugin) -> None:
+        """Stop ``started`` (a driver) with the node, before its kubelet; ``power_cycle`` restarts it."""
         self.adopted.append(started)
+
+    def power_cycle(self) -> None:
+        """A node restart (module rule 6): the kubelet, the drivers and containerd stop and every container dies,
+        as on a power loss (tasks killed; the containers' records stay, as on disk); then containerd, the drivers
+        and the kubelet start again, and the kubelet recreates the pods' sandboxes."""
+        plugins = list(self.adopted)
+        self.stop_kubelet()
+        for plugin in reversed(plugins):
+            plugin.stop()
+        self._kill_tasks(delete_containers=False)
+        self._stop("containerd")
+        self._kill_shims()
+        self._unmount()
+        self._start_containerd()
+        for plugin in plugins:
+            plugin.launch()
+        self.start_kubelet()
+        for plugin in plugins:
+            plugin.await_registered()
 
     # -- the kubelet alone
 
@@ -288,7 +316,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
         self._spawn("containerd", [str(self._containerd_bin), "--config", str(config)])
         self._await("containerd", lambda: self.ctr("version", check=False, timeout=10).returncode == 0, "serving")
 
-    def _kill_tasks(self) -> None:
+    def _kill_tasks(self, *, delete_containers: bool = True) -> None:
         """SIGKILL and delete every task, then every container (module rule 5)."""
         tasks = self.ctr("tasks", "ls", "-q", check=False).stdout.split()
         for task in tasks:
@@ -300,7 +328,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 
             with contextlib.suppress(AssertionError):
                 wait_until(deleted, within=15, what=f"task {task} to be deleted")
-        for container in self.ctr("containers", "ls", "-q", check=False).stdout.split():
+        for container in self.ctr("containers", "ls", "-q", check=False).stdout.split() if delete_containers else []:
             self.ctr("containers", "delete", container, check=False)
 
     def _kill_shims(self) -> None:

@@ -2,10 +2,12 @@
 
 Rules:
 1. One ``NodeSite`` per release for the whole suite (the ``realnode`` session fixture): its own ``ControlPlane``
-   with ``real_nodes`` (the node lifecycle controller on, kubelet client certificates), one ``RealNode``, the test
-   driver twice (``world.DRIVER`` with the Go helper's metadata, ``world.META_DRIVER`` with the Python writer's),
-   the DeviceClasses, the operator's manifests (tests/realcluster/operating.py) and ONE operator process that
-   keeps ledgers for the real node only (``--node-selector`` on the label its kubelet registers).
+   with ``real_nodes`` (the node lifecycle controller on, kubelet client certificates), one ``RealNode`` (with the
+   static CPU manager policy, so that a Guaranteed pod's CPU resize is Infeasible), the test driver twice
+   (``world.DRIVER`` with the Go helper's metadata and rolling updates on, so that an upgrade can start a second
+   instance beside it; ``world.META_DRIVER`` with the Python writer's metadata), the DeviceClasses, the
+   operator's manifests (tests/realcluster/operating.py) and ONE operator process that keeps ledgers for the real
+   node only (``--node-selector`` on the label its kubelet registers).
 2. Each test works in its own namespace (``Scratch``), labelled for gating; at its end the namespace is
    deleted and the test waits until the kubelet has removed its pods (the next test starts from an empty node).
    A test that stops the kubelet, a driver or the operator starts it again before it returns, also on failure.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +66,11 @@ class NodeSite:
         assert got is not None, f"no ledger for {self.name}"
         return got
 
+    def events(self, namespace: str, pod: str) -> list[str]:
+        """The reasons of the Events about ``pod``, oldest first."""
+        items = self.api().get(f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name%3D{pod}")
+        return [event["reason"] for event in sorted(items["items"], key=lambda e: e["metadata"]["creationTimestamp"])]
+
     def stop(self) -> None:
         self.operator.stop()
         self.node.stop()
@@ -81,7 +89,8 @@ def start_site(release: Release, workdir: Path) -> NodeSite:
         for kind in world.CLASSES:
             api.create(f"{RESOURCE_API}/deviceclasses", world.device_class(kind))
         kubeconfig = grant(plane, workdir)
-        cpu = Driver(node, kubeconfig, world.DRIVER, world.cpu_pools(release, NODE)).start()
+        cpu = Driver(node, kubeconfig, world.DRIVER, world.cpu_pools(release, NODE),
+                     rolling_update_uid=uuid.uuid4().hex[:8]).start()
         meta = Driver(node, kubeconfig, world.META_DRIVER, world.meta_pools(NODE), metadata="python").start()
         installation = install(plane, workdir / "install")
         operator = OperatorProcess(installation.kubeconfig, workdir, ["--node-selector", "=".join(LABEL),

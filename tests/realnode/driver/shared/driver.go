@@ -21,7 +21,8 @@
 //     writer's rebuild at start) is kept in {plugin dir}/prepared.json, under the helper's serialization.
 //  5. Once the kubelet has registered the plugin, a control server on 127.0.0.1 starts, and its port is
 //     written to --control (so the file says "registered and ready"); it lets the tests republish
-//     (POST /publish, the same JSON as --devices) and update a request's metadata (POST /metadata).
+//     (POST /publish, the same JSON as --devices), update a request's metadata (POST /metadata) and pace
+//     the driver's writes to the API server (POST /pace?every=2s: each write waits that long first).
 //  6. Every prepare and unprepare is logged on stderr as one JSON line, with this process's --instance.
 package main
 
@@ -41,6 +42,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -106,6 +108,8 @@ func run(c config) error {
 		return fmt.Errorf("--kubeconfig: %w", err)
 	}
 	restConfig.QPS, restConfig.Burst = float32(c.qps), c.burst
+	d := &driver{config: c, writer: writer}
+	restConfig.Wrap(func(next http.RoundTripper) http.RoundTripper { return &pacedWrites{driver: d, next: next} })
 	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return err
@@ -122,7 +126,7 @@ func run(c config) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	d := &driver{config: c, writer: writer, pools: pools}
+	d.pools = pools
 	if c.metadata == "python" {
 		if err := d.rebuild(); err != nil {
 			return fmt.Errorf("rebuild the metadata of prepared claims: %w", err)
@@ -251,6 +255,25 @@ type driver struct {
 	helper *kubeletplugin.Helper
 	mutex  sync.Mutex
 	pools  poolsFile
+	pace   atomic.Int64 // nanoseconds to wait before each write to the API server (rule 5)
+}
+
+// pacedWrites delays every request but GET (and watches) by the driver's pace: a republish of several
+// slices is then several writes that far apart, and the pool stays incomplete in between.
+type pacedWrites struct {
+	driver *driver
+	next   http.RoundTripper
+}
+
+func (p *pacedWrites) RoundTrip(request *http.Request) (*http.Response, error) {
+	if pace := time.Duration(p.driver.pace.Load()); pace > 0 && request.Method != http.MethodGet {
+		select {
+		case <-request.Context().Done():
+			return nil, request.Context().Err()
+		case <-time.After(pace):
+		}
+	}
+	return p.next.RoundTrip(request)
 }
 
 // PrepareResourceClaims returns, per claim, one device per allocation result of this driver.
@@ -481,6 +504,13 @@ func (d *driver) serveControl(ctx context.Context) error {
 		}
 		if err == nil {
 			err = d.publish(r.Context(), pools)
+		}
+		answer(w, err)
+	})
+	mux.HandleFunc("POST /pace", func(w http.ResponseWriter, r *http.Request) {
+		pace, err := time.ParseDuration(r.URL.Query().Get("every"))
+		if err == nil {
+			d.pace.Store(int64(pace))
 		}
 		answer(w, err)
 	})

@@ -36,18 +36,19 @@ def attributes(kind: str, index: int, numa: int, version: str) -> dict[str, Any]
             "model": {"string": f"realnode-{kind}"}, "driverVersion": {"version": version}}
 
 
-def cpu_pools(release: Release, node: str, *, version: str = "1.0.0", core_cpu: str = CORE_CPU,
+def cpu_pools(release: Release, node: str, *, version: str = "1.0.0", cores: int = 4,
               generation: int = 0) -> dict[str, Any]:
-    """``DRIVER``'s pool (module rule 1), as driver.go's ``--devices`` reads it."""
-    cores = [{"name": f"core-{index}", "attributes": attributes("core", index, index // 2, version),
-              **release.device_mapping("cpu", core_cpu)} for index in range(4)]
+    """``DRIVER``'s pool (module rule 1), as driver.go's ``--devices`` reads it; ``cores`` beyond the first two go
+    to the second slice (an upgrade adds one there)."""
+    cores_ = [{"name": f"core-{index}", "attributes": attributes("core", index, min(index // 2, 1), version),
+               **release.device_mapping("cpu", CORE_CPU)} for index in range(cores)]
     mem = {"name": "mem-0", "attributes": attributes("mem", 0, 0, version), "allowMultipleAllocations": True,
            "capacity": {"size": {"value": MEM_CAPACITY}}, **release.device_mapping("memory", "1", "size")}
-    second = [*cores[2:], mem]
+    second = [*cores_[2:], mem]
     if release.shape == "resources":
         second.append({"name": "gpu-0", "attributes": attributes("gpu", 0, 1, version),
                        "nodeAllocatableResources": {"memory": {"overhead": {"perPod": GPU_OVERHEAD}}}})
-    return {"pools": {node: {"generation": generation, "slices": [{"devices": cores[:2]}, {"devices": second}]}}}
+    return {"pools": {node: {"generation": generation, "slices": [{"devices": cores_[:2]}, {"devices": second}]}}}
 
 
 def meta_pools(node: str, *, version: str = "1.0.0") -> dict[str, Any]:

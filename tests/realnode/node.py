@@ -22,7 +22,8 @@ Rules:
    task killed and deleted through ``ctr`` (containers outlive the kubelet and containerd, and their init
    processes ignore SIGTERM), containerd, any shim still serving this containerd (found by its socket path in
    its command line), the mounts under ``rundir`` and ``workdir`` (deepest first, detached), the cgroup root,
-   the kubelet's links to the pod logs in /var/log/containers, and ``rundir`` itself. It runs on
+   the kubelet's links to the pod logs in /var/log/containers (hygiene.py finds and removes them), and
+   ``rundir`` itself. It runs on
    ``stop``, on a failed ``start``, and on SIGINT/SIGTERM and at exit through the launcher's handlers.
 6. ``restart_kubelet``/``stop_kubelet``/``start_kubelet`` stop and start the kubelet alone; its pods keep running.
    ``power_cycle`` is a node restart: everything stops and every container dies, then everything starts again.
@@ -31,11 +32,9 @@ Rules:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -56,19 +55,15 @@ from tests.realcluster.launcher import (
     track,
     untrack,
 )
+from tests.realnode import hygiene
 from tests.realnode.image import IMAGE, oci_archive
 
 NAMESPACE = "k8s.io"  # containerd's namespace of the CRI plugin
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-CONTAINER_LOG_LINKS = Path("/var/log/containers")
 STOP_GRACE = 10.0
 DEADLINES = {"containerd": 30.0, "kubelet": 120.0}
 POLL = 0.2
 RUNC_CANDIDATES = ("/usr/sbin/runc", "/usr/bin/runc")
 LEASE_SECONDS = 8  # the kubelet renews its Lease every quarter of it: 2 s (see launcher.NODE_MONITOR_GRACE)
-
-_LIBC = ctypes.CDLL(None, use_errno=True)
-_MNT_DETACH = 2
 
 
 class Plugin(Stoppable, Protocol):
@@ -148,7 +143,7 @@ class RealNode:
                               self.root_dir / "plugins", self.workdir / "static-pods"):
                 directory.mkdir(parents=True, exist_ok=True)
             self._containerd_bin = building.tool("containerd")
-            self._make_cgroup_root()
+            hygiene.make_cgroup_root(self.cgroup)
             self._start_containerd()
             self.ctr("images", "import", str(oci_archive(self.workdir / "busybox.tar")))
             self._credentials()
@@ -168,11 +163,11 @@ class RealNode:
             with contextlib.suppress(Exception):
                 self._kill_tasks()
         self._stop("containerd")
-        self._kill_shims()
-        self._unmount()
-        self._remove_cgroup_root()
-        self._remove_log_links()
-        if not self.mounts() and self.rundir.exists():  # never remove through a mount that stayed
+        hygiene.kill_with_argument(str(self.socket))  # shims that outlived containerd
+        hygiene.unmount_under(self.rundir, self.workdir)
+        hygiene.remove_cgroup_root(self.cgroup)
+        hygiene.remove_log_links(self.rundir, self.workdir)
+        if not hygiene.mounts_under(self.rundir, self.workdir) and self.rundir.exists():  # never through a mount
             shutil.rmtree(self.rundir, ignore_errors=True)
         untrack(self)
 
@@ -190,8 +185,8 @@ class RealNode:
             plugin.stop()
         self._kill_tasks(delete_containers=False)
         self._stop("containerd")
-        self._kill_shims()
-        self._unmount()
+        hygiene.kill_with_argument(str(self.socket))
+        hygiene.unmount_under(self.rundir, self.workdir)
         self._start_containerd()
         for plugin in plugins:
             plugin.launch()
@@ -331,13 +326,6 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
         for container in self.ctr("containers", "ls", "-q", check=False).stdout.split() if delete_containers else []:
             self.ctr("containers", "delete", container, check=False)
 
-    def _kill_shims(self) -> None:
-        """Shims serving this node's containerd that outlived it: found by their ``-address`` argument."""
-        mine = str(self.socket).encode()
-        for pid in _pids_with_argument(mine):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-
     # -- the kubelet's identity and configuration
 
     def _credentials(self) -> None:
@@ -382,57 +370,6 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
         path.write_text(json.dumps(config, indent=1), encoding="utf-8")  # JSON is YAML
         return path
 
-    # -- cgroups and mounts
-
-    def _hierarchies(self) -> list[Path]:
-        return [path for path in sorted(CGROUP_ROOT.iterdir()) if path.is_dir() and (path / "cgroup.procs").exists()]
-
-    def _make_cgroup_root(self) -> None:
-        for hierarchy in self._hierarchies():
-            path = hierarchy / self.cgroup.lstrip("/")
-            path.mkdir(exist_ok=True)
-            if (hierarchy / "cpuset.cpus").exists():  # a new v1 cpuset is empty: no task could join it
-                for name in ("cpuset.cpus", "cpuset.mems"):
-                    (path / name).write_text((hierarchy / name).read_text())
-
-    def _remove_cgroup_root(self) -> None:
-        for hierarchy in self._hierarchies():
-            top = hierarchy / self.cgroup.lstrip("/")
-            if not top.exists():
-                continue
-            for path in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-                with contextlib.suppress(OSError):
-                    path.rmdir()
-            with contextlib.suppress(OSError):
-                top.rmdir()
-
-    def mounts(self) -> list[str]:
-        """Mount points under ``rundir`` or ``workdir`` (deepest first)."""
-        prefixes = tuple(str(path.resolve()) + "/" for path in (self.rundir, self.workdir))
-        points = []
-        for line in Path("/proc/self/mountinfo").read_text().splitlines():
-            point = line.split()[4].replace("\\040", " ")
-            if point.startswith(prefixes) or point + "/" in prefixes:
-                points.append(point)
-        return sorted(set(points), key=lambda point: -point.count("/"))
-
-    def _unmount(self) -> None:
-        for _ in range(3):  # a bind mount may hide another under it
-            points = self.mounts()
-            if not points:
-                return
-            for point in points:
-                _LIBC.umount2(point.encode(), _MNT_DETACH)
-
-    def _remove_log_links(self) -> None:
-        """The kubelet links every container's log into /var/log/containers (a fixed path): remove ours."""
-        mine = tuple(str(path.resolve()) + "/" for path in (self.rundir, self.workdir))
-        with contextlib.suppress(OSError):
-            for link in CONTAINER_LOG_LINKS.iterdir():
-                with contextlib.suppress(OSError):
-                    if link.is_symlink() and os.readlink(link).startswith(mine):
-                        link.unlink()
-
     # -- processes
 
     def _spawn(self, name: str, args: list[str]) -> None:
@@ -457,14 +394,3 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
         await_process(f"{name} of node {self.name}", self.processes[name], self.logs / f"{name}.log", ready, what,
                       DEADLINES[name])
 
-
-def _pids_with_argument(argument: bytes) -> list[int]:
-    """Processes whose command line has ``argument`` as one of its words."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            if argument in (entry / "cmdline").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-    return found

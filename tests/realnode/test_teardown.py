@@ -20,7 +20,7 @@ from tests.realcluster.cluster import ApiError
 from tests.realcluster.launcher import wait_gone
 from tests.realcluster.pki import ClientCert
 from tests.realcluster.releases import ROOT
-from tests.realnode.node import CGROUP_ROOT, _pids_with_argument
+from tests.realnode.hygiene import cgroup_roots, mounts_under, pids_with_argument
 from tests.realnode.site import NodeSite
 
 CHILD = """
@@ -63,11 +63,6 @@ def pki_json(site: NodeSite) -> dict[str, Any]:
     return out
 
 
-def mounts_under(*prefixes: str) -> list[str]:
-    points = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
-    return [point for point in points if point.startswith(tuple(prefix.rstrip("/") + "/" for prefix in prefixes))]
-
-
 @pytest.mark.parametrize("signum", [pytest.param(signal.SIGINT, id="ctrl-c"),
                                     pytest.param(signal.SIGTERM, id="sigterm")])
 def test_a_signalled_node_leaves_no_process_mount_or_cgroup(realnode: NodeSite, tmp_path: Path,
@@ -100,7 +95,7 @@ def test_a_signalled_node_leaves_no_process_mount_or_cgroup(realnode: NodeSite, 
 
     assert 2 <= len(started["tasks"])  # the sandbox and the static pod's container ran
     assert [] == wait_gone(started["pids"] + started["tasks"], within=30)
-    assert [] == _pids_with_argument(started["socket"].encode())
-    assert [] == mounts_under(started["rundir"], started["workdir"])
-    assert [] == [str(path) for path in CGROUP_ROOT.glob(f"*/{started['cgroup'].lstrip('/')}")]
+    assert [] == pids_with_argument(started["socket"])
+    assert [] == mounts_under(Path(started["rundir"]), Path(started["workdir"]))
+    assert [] == cgroup_roots(started["cgroup"])
     assert not Path(started["rundir"]).exists()

@@ -6,7 +6,8 @@ Rules:
    root, state, socket and runc root, and the kubelet's root directory (``plugins_registry/``, ``plugins/``,
    pods, checkpoints). Unix sockets live there, and a socket path must fit in 108 bytes, which pytest's
    directories do not leave room for. The pods' cgroups live under a cgroup root of the node's own
-   (``/draledger-<name>`` in every v1 hierarchy), so two nodes on one machine never share one.
+   (``/draledger-rn-XXXXXXXX`` in every hierarchy, named after ``rundir``), so two nodes on one machine, even of
+   two test sessions, never share one.
 2. The kubelet is who it is in a real cluster: ``system:node:<name>`` in ``system:nodes`` (a client certificate
    from the control plane's CA, so the Node authorizer and NodeRestriction apply), x509 and webhook
    authentication with anonymous access off, webhook authorization, a serving certificate from the same CA on
@@ -100,7 +101,7 @@ class RealNode:
         self.cdi_dir = workdir / "cdi"
         self.root_dir = self.rundir / "kubelet"
         self.pod_logs = workdir / "pod-logs"
-        self.cgroup = f"/draledger-{name}"
+        self.cgroup = f"/draledger-{self.rundir.name}"  # unique on the machine, as the short directory is
         self.kubelet_port = 0
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.started_pids: list[int] = []

@@ -24,7 +24,7 @@ from tests.realnode.drivers import Driver, slices_of
 from tests.realnode.site import NodeSite, Scratch
 
 WITHIN = 60.0
-PACE = 3.0  # seconds between the driver's two slice writes: the window in which the test pauses it
+PACE = 4.0  # seconds before each of the driver's slice writes: the window in which the test pauses it
 
 
 def pool_state(site: NodeSite) -> tuple[int, int, int]:

@@ -106,7 +106,7 @@ class Shapes:
             kinds["other"] = Kind("other", {"memory": self.mapping(rng.choice(["256Mi", "1Gi"]))}, 2, self.other)
             features.add("two drivers sharing a pool name")
         if rng.random() < 0.3:
-            layout = rng.choice(NET_LAYOUTS)
+            layout = rng.choice((*NET_LAYOUTS, "perDeviceNodeSelection"))
             kinds["net"] = Kind("net", {"cpu": self.mapping(rng.choice(["1", "250m", "1500u"]))}, 3, self.driver,
                                 layout)
             features.add(f"network-attached devices: {layout}")

@@ -115,7 +115,7 @@ class Pods:
             self.pod_level(spec)
         self.add({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": self.ns}, "spec": spec},
                  stage)
-        if not stage and rng.random() < 0.3:
+        if not stage and rng.random() < (0.7 if "resources" in spec else 0.3):
             self.resize(name, spec)
         spec.get("resources", {}).pop("_floor", None)
         spec.get("resources", {}).pop("_extra", None)
@@ -138,7 +138,7 @@ class Pods:
         rng = self.rng
         if "resources" in spec:
             (cpu, memory), (more_cpu, more_memory) = spec["resources"].pop("_floor"), spec["resources"].pop("_extra")
-            if rng.random() < 0.6:
+            if rng.random() < 0.8:
                 self.case.features.add("pod-level resize with status maps")
                 self.case.resizes[name] = {"": {
                     "cpu": f"{cpu + rng.choice([more_cpu // 2, more_cpu + 1500])}m",

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from draledger.core import loading
-from draledger.core.accounting.release import NodeStanding, decide
+from draledger.core.accounting.release import NodeStanding, Standings, decide
 from draledger.core.releases import Release
 from draledger.core.views.pods import GATE
 from strategies import claim_obj, container, device, direct, node_obj, pod_obj, result, slice_obj
@@ -53,7 +53,8 @@ class TestTwoEntriesOneClaim:
         pod = state.pods[("t", "p")]
 
         def reason(free: int) -> str:
-            return decide(pod, {"n1": NodeStanding("Ready", {"cpu": free, "memory": 1 << 40})}, state,
-                          rebuilt=True, cluster_frozen=False, numa_attributes=()).reason
+            stored = NodeStanding("Ready", {"cpu": free, "memory": 1 << 40}, stored_phase="Ready", current=True)
+            return decide(pod, Standings.of({"n1": stored}), state, rebuilt=True, cluster_frozen=False,
+                          numa_attributes=()).reason
 
         assert (5250, "Released", "NoRoom") == (charged, reason(charged), reason(charged - 1))

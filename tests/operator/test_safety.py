@@ -560,6 +560,20 @@ class TestReleaseNeedsEvidence:
         assert "n7@outside" == annotation(patch)
 
 
+    async def test_room_is_judged_in_what_the_scheduler_charges_too(self) -> None:
+        """The scheduler charges p1's claim 6 cpu from its status (the mapping was 1 when it was bound): n1 has 6
+        cpu free by the ledger's own count, but the scheduler binds only what fits in 1 (issue 23, item 7). A pod
+        pinned to n1 that needs 1.1 cpu is held, not released for the scheduler to refuse."""
+        items = case_items("v08")
+        for item in items:
+            if item["kind"] == "Pod" and item["metadata"]["name"] == "p1":
+                item["status"]["nodeAllocatableResourceClaimStatuses"][0]["resources"] = {"cpu": "6"}
+        runtime, _, api, writer = await self.ready([*items, allocated_claim("pre", "n1", "a1"), gated_pod("g", "pre")])
+        await released_now(writer)
+        line = writer.releaser.computed["n1"]
+        assert ([], 1) == (api.released(), runtime.metrics.gated.labels("NoRoom")._value.get())
+        assert (6000, 1000) == (line.free["cpu"], line.scheduler_free["cpu"])
+
     async def test_with_a_selector_a_pinned_node_never_seen_is_outside(self) -> None:
         """With ``--node-selector`` the API server never delivers the nodes outside it: a pod pinned to one the
         operator never saw goes there, recorded as outside (waiting for it to be seen would be for ever)."""

@@ -238,6 +238,32 @@ class TestHooks:
             rt.listing_done("nodes")
         assert "" == rt.streams_unhealthy()
 
+    async def test_what_kopf_will_apply_is_counted_as_delivered(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Typed and listed events of the four kinds go to Kopf's workers: each counts as delivered, until the
+        handler applies it; a BOOKMARK, the listing's end and the ledgers' events (taken at the stream) do not."""
+
+        async def stream(**_: Any) -> Any:
+            for event in ({"type": None, "object": {"metadata": {"uid": "u1"}}}, {"type": "MODIFIED", "object": {}},
+                          {"type": "BOOKMARK", "object": {}}, watching.kopf_watching.Bookmark.LISTED):
+                yield event
+
+        class Resource:
+            def __init__(self, plural: str) -> None:
+                self.plural = plural
+
+        rt, _ = runtime()
+        watching.HOOKS.install()
+        monkeypatch.setitem(watching.HOOKS.originals, "infinite_watch", stream)
+        with watching.HOOKS.observing(rt):
+            for plural in ("pods", watching.LEDGERS_KIND):
+                async for _ in watching.kopf_watching.infinite_watch(resource=Resource(plural)):
+                    pass
+        assert 2 == rt.delivered_count["pods"]
+        assert rt.behind(dict(rt.delivered_count))
+        rt.applied("pods")
+        rt.applied("pods")
+        assert not rt.behind(dict(rt.delivered_count))
+
     def test_urls_map_to_kinds(self) -> None:
         """List and watch URLs name their kind; single-object URLs do not."""
         assert "pods" == watching.kind_of_url("/api/v1/pods?watch=true")

@@ -349,6 +349,45 @@ class TestWriteThenRelease:
         assert {"key": "metadata.name", "operator": "NotIn", "values": ["n1"]} == requirement(second)
 
 
+class TestDecidingOnEverythingDelivered:
+    async def test_a_pass_waits_for_the_events_delivered_before_it(self) -> None:
+        """An event the nodes stream delivered (n1 NotReady) waits in Kopf's worker queue: the pass waits for it
+        to be applied, and keeps the pod away from n1; it would otherwise decide from the picture before it."""
+        runtime, _ = loaded([*case_items("v08"), gated_pod("g")])
+        api = FakeApi(ledger_answers(runtime))
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        await written(writer)
+        runtime.delivered("nodes")  # the stream has it; the worker has not handed it over yet
+        deciding = asyncio.create_task(released_now(writer))
+        for _ in range(20):  # an absence over a few turns of the loop: nothing to poll for
+            await asyncio.sleep(0)
+        assert [] == api.released()
+        node = next(item for item in case_items("v08") if item["kind"] == "Node" and item["metadata"]["name"] == "n1")
+        node["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletDown"}]
+        runtime.event("nodes", "MODIFIED", node)
+        runtime.applied("nodes")
+        await deciding
+        ((_, patch),) = api.released()
+        assert {"key": "metadata.name", "operator": "NotIn", "values": ["n1"]} == requirement(patch)
+
+    async def test_an_event_never_applied_holds_releases_for_a_bounded_time(self, monkeypatch: pytest.MonkeyPatch,
+                                                                              ) -> None:
+        """A delivered event Kopf never hands over (a bug, a dropped object) must not hold releases for ever: after
+        the bound the pass decides, says so, and the counts are even again."""
+        monkeypatch.setattr("draledger.operator.gating.APPLIED_WITHIN", 0.05)
+        runtime, _ = loaded([*case_items("v08"), gated_pod("g")])
+        api = FakeApi(ledger_answers(runtime))
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        await written(writer)
+        runtime.delivered("pods")
+        with structlog.testing.capture_logs() as logs:
+            await released_now(writer)
+        assert 1 == len(api.released())
+        assert ["events delivered but not applied; deciding without them"] == [
+            entry["event"] for entry in logs if entry["log_level"] == "warning"]
+        assert not runtime.behind(dict(runtime.delivered_count))
+
+
 class TestTakeover:
     async def test_a_new_leader_releases_nothing_before_its_ledgers_are_stored_under_its_lead(self) -> None:
         """A standby that takes over holds every pod (Rebuilding) until every ledger it relies on is written or

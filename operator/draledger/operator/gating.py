@@ -8,7 +8,9 @@ Rules:
 1. It runs when something may have made a held pod releasable: a held pod or a claim changed, a ledger was
    stored (the writer's answer, or a plan that found nothing to write), a stream made contact again, the
    writer's first round of a term ended. Never on a timer, except to retry a failed patch.
-2. A pass decides every held pod from one picture, with nothing awaited in between: the streams' health, the
+2. A pass first waits until every event the streams delivered before it has been applied (Kopf applies them in
+   its workers, later: Runtime rule 8), then decides every held pod from one picture, with nothing awaited in
+   between: the streams' health, the
    nodes' standings (``refresh``: nodes marked since they were last computed are computed again), what is
    stored. A release is sent the moment it is decided, without waiting for its answer, at most
    ``RELEASE_CONCURRENCY`` in flight: a pod found releasable when that many are in flight is decided again,
@@ -57,6 +59,7 @@ RELEASE_BATCH = 0.005  # seconds a woken releaser lets the events of a burst gat
 RELEASE_CONCURRENCY = 8
 RELEASE_RETRY = 1.0  # seconds before a pass that met a failed patch or an unhealthy stream runs again
 RENEWAL_RETRY = 0.1  # seconds before a pass that waited for a watch request being renewed runs again
+APPLIED_WITHIN = 2.0  # seconds a pass waits for the events delivered before it to be applied (Runtime rule 8)
 EVENT_AFTER = 0.5  # seconds a pod is held for one reason before its Event is posted (rule 6)
 
 
@@ -239,6 +242,8 @@ class Releaser:
         if not state.held or not self.leads():
             return
         runtime.metrics.release_passes.inc()
+        if runtime.behind(target := dict(runtime.delivered_count)):  # Runtime rule 8: not from an older picture
+            await runtime.applied_up_to(target, APPLIED_WITHIN)
         rebuilt = runtime.rebuilt.is_set() and self.ready.is_set()  # the term's end wakes the next pass (rule 3)
         unhealthy = runtime.streams_unhealthy() if rebuilt else ""
         if unhealthy and runtime.renewing():  # an ordinary renewal: wait for it, deciding nothing

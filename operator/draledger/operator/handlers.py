@@ -63,6 +63,7 @@ def register(
         def translate(kind: str = kind) -> Any:
             async def handler(event: Any, **_: Any) -> None:
                 runtime.event(kind, event.get("type"), event.get("object") or {})
+                runtime.applied(kind)
 
             handler.__name__ = f"{kind}_event"
             return handler

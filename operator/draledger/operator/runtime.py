@@ -30,11 +30,16 @@ Rules:
    wakes the releaser, so that the pods held meanwhile are looked at again at once. A watch request that is
    answered is not yet contact: resumed from an expired resourceVersion, it is answered 200 and refused by its
    first event (410 Gone). It counts as renewing until its first event, or ``RECONNECT_GRACE`` with none.
+8. A decision rests on a picture that holds every event the streams delivered before it: Kopf hands each
+   event to a per-object worker and applies it later, so the streams count what they deliver and this runtime
+   what it applies; the gate releaser waits (``applied_up_to``) until the events delivered before its pass are
+   applied.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -64,6 +69,10 @@ class Runtime:
         self.generations: dict[str, int] = {}  # node -> how many times it was marked (the releaser compares)
         self.wakeup = asyncio.Event()  # the writer's: something is dirty
         self.release_wakeup = asyncio.Event()  # the gate releaser's: a held pod may have become releasable
+        # Events of each kind the streams delivered, and those applied here (rule 8): Kopf's workers apply them later.
+        self.delivered_count: dict[str, int] = dict.fromkeys(KINDS, 0)
+        self.applied_count: dict[str, int] = dict.fromkeys(KINDS, 0)
+        self._caught_up = asyncio.Event()
         self.rebuilt = asyncio.Event()
         self.started_at = clock()
         self.rebuild_seconds: float | None = None
@@ -273,6 +282,42 @@ class Runtime:
             if key == name:
                 del self._uids["nodes"][uid]
         self.mark(self._forget("nodes", name))
+
+    # ----- what has been applied (rule 8) -----
+    def delivered(self, kind: str) -> None:
+        """A stream handed an event of ``kind`` to Kopf's queue (``watching``)."""
+        if kind in self.delivered_count:
+            self.delivered_count[kind] += 1
+
+    def applied(self, kind: str) -> None:
+        """Kopf's worker handed that event to ``event`` (``handlers``; priming's objects are not counted)."""
+        self.applied_count[kind] = self.applied_count.get(kind, 0) + 1
+        self._caught_up.set()
+
+    def behind(self, target: Mapping[str, int]) -> bool:
+        """Whether some event delivered up to ``target`` (a copy of ``delivered_count``) is not applied yet."""
+        applied = self.applied_count
+        return any(applied.get(kind, 0) < count for kind, count in target.items())
+
+    async def applied_up_to(self, target: Mapping[str, int], within: float) -> bool:
+        """Until every event delivered up to ``target`` is applied (rule 8); False after ``within`` seconds,
+        when the counts are taken as even (an event Kopf never handed over must not hold releases for ever)."""
+        loop = asyncio.get_running_loop()  # a real wait: the deadline is the loop's, whatever clock the state reads
+        deadline = loop.time() + within
+        while self.behind(target):
+            left = deadline - loop.time()
+            if left <= 0:
+                log.warning("events delivered but not applied; deciding without them",
+                            behind={k: c - self.applied_count.get(k, 0) for k, c in target.items()
+                                    if self.applied_count.get(k, 0) < c})
+                for kind, count in target.items():
+                    self.applied_count[kind] = max(self.applied_count.get(kind, 0), count)
+                return False
+            self._caught_up.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(left):
+                    await self._caught_up.wait()
+        return True
 
     # ----- watching.Observer -----
     def listing_started(self, kind: str) -> None:

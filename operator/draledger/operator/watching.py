@@ -7,6 +7,9 @@ watching layer, pinned to kopf==1.45.2 (a test fails loudly if they move):
 * ``watching.infinite_watch``: sees every raw event before Kopf queues it. Initial-list events
   (``type: None``) are recorded by UID, ``Bookmark.LISTED`` closes the listing. A relist after a broken
   watch (410 Gone) is recorded the same way, so that objects deleted during the gap can be forgotten.
+  Each event of the four kinds that Kopf will hand to a worker is counted as delivered: Kopf applies events in
+  per-object workers, after the stream has moved on, and a decision must not rest on a picture that lacks one
+  already delivered (``Runtime.applied_up_to``).
 * ``watching.watch_objs``: an ``ERROR`` event or an exception marks the stream broken. An ``ERROR`` event
   other than 410 Gone ends the stream, which Kopf then watches again from its last resourceVersion, as
   client-go's reflector does: Kopf itself would stop the whole operator on it (a 500 from an apiserver
@@ -68,6 +71,7 @@ class Observer(Protocol):
     def listed_object(self, kind: str, uid: str) -> None: ...
     def listing_done(self, kind: str) -> None: ...
     def contact(self, kind: str) -> None: ...
+    def delivered(self, kind: str) -> None: ...
     def answered(self, kind: str) -> None: ...
     def connecting(self, kind: str) -> None: ...
     def broken(self, kind: str, reason: str) -> None: ...
@@ -119,7 +123,7 @@ class Hooks:
     def install(self) -> None:
         if self.installed:
             return
-        original_infinite = kopf_watching.infinite_watch
+        self.originals["infinite_watch"] = kopf_watching.infinite_watch
         original_fetch = kopf_fetching.fetch_objs
         original_watch = kopf_watching.watch_objs
         self.originals["request"] = kopf_api.request
@@ -129,7 +133,7 @@ class Hooks:
         async def infinite_watch(*, resource: Any, **kwargs: Any) -> AsyncIterator[Any]:
             kind = resource.plural
             ledgers = kind == LEDGERS_KIND
-            async for event in original_infinite(resource=resource, **kwargs):
+            async for event in hooks.originals["infinite_watch"](resource=resource, **kwargs):
                 if event is kopf_watching.Bookmark.LISTED:
                     hooks._each("listing_done", kind)
                 elif isinstance(event, dict):
@@ -138,6 +142,8 @@ class Hooks:
                         hooks._each("listed_object", kind, uid)
                     else:
                         hooks._each("contact", kind)
+                    if not ledgers and event.get("type") != "BOOKMARK":  # Kopf queues it to a worker
+                        hooks._each("delivered", kind)
                     if ledgers and hooks._take_ledger(event):
                         continue
                 yield event

@@ -11,7 +11,8 @@ events together, which the shuffle fault needs), drawn with a seeded ``random.Ra
   placed before ours, some a required node affinity of their own): their claim already allocated on some
   node's cpu or memory pool (pinned), not allocated, or created a moment after the pod (not seen yet);
 - released pods are scheduled as a scheduler would: a node their affinity (and their allocated claims)
-  allows, their claim allocated there if it was not, then bound; the foreign gate goes some time later;
+  allows where they fit (the node's ledger, computed offline, stays within allocatable: kube-scheduler never
+  overcommits), their claim allocated there if it was not, then bound; the foreign gate goes some time later;
 - bound pods are created, resized, finished (``Succeeded``) and deleted; claims nobody uses are deleted;
 - slices are republished with new generations: the cpu pool at once (with a new multiplier now and then),
   the memory pool one slice after the other (the pool is incomplete for a moment in between);
@@ -30,6 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from draledger.core.accounting.release import GATE
+from draledger.core.loading import load
 from draledger.demo.emulator import ClusterEmulator
 from tests.faults.objects import (
     CLAIMS,
@@ -217,7 +219,12 @@ class Churn:
                 allowed = [n for n in allowed if node_terms_allow(alloc["nodeSelector"]["nodeSelectorTerms"], n)]
             if not allowed:
                 continue
-            node = self.rng.choice(allowed)["metadata"]["name"]
+            fits = [n["metadata"]["name"] for n in allowed
+                    if self.fits(pod, claim, n["metadata"]["name"], None if alloc else self.free_device(
+                        n["metadata"]["name"], CPU))]
+            if not fits:
+                continue  # nothing it fits on now: a scheduler keeps it pending
+            node = self.rng.choice(fits)
             if not alloc:
                 device = self.free_device(node, CPU)
                 if device is None:
@@ -227,6 +234,20 @@ class Churn:
             self.patch(PODS, name, {"spec": {"nodeName": node}}, namespace=NS)
             self.patch(PODS, name, {"status": {"phase": "Running"}}, namespace=NS, subresource="status")
             self._count("released pods bound")
+
+    def fits(self, pod: dict[str, Any], claim: dict[str, Any], node: str, device: str | None) -> bool:
+        """Whether the pod, bound to ``node`` with its claim (allocated on ``device`` if it is not yet), leaves
+        the node's ledger (computed offline from the store, with the project's own rules) within allocatable, as
+        kube-scheduler binds only what fits. Pods created bound and resizes still overcommit nodes."""
+        if claim.get("status", {}).get("allocation") is None:
+            if device is None:
+                return False
+            claim = {**claim, "status": {"allocation": allocation(node, CPU, device)}}
+        bound = {**pod, "spec": {**pod["spec"], "nodeName": node}}
+        items = [obj for plural in (NODES, SLICES, CLAIMS, PODS) for obj in self.live(plural)
+                 if obj["metadata"]["uid"] not in (pod["metadata"]["uid"], claim["metadata"]["uid"])]
+        ledger = load([*items, claim, bound], "churn").state.ledger(node)
+        return ledger is not None and all(line.free_units >= 0 for line in ledger.resources.values())
 
     def delete_some_pod(self) -> None:
         pods = [p for p in self.live(PODS) if (p.get("spec") or {}).get("nodeName") or

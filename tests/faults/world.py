@@ -183,9 +183,9 @@ class World:
         changes = len(self.timeline.entries)
         await asyncio.sleep(QUIET)  # an absence is observed over a window; nothing to poll for
         if checks.write_requests(self.emulator) != writes or len(self.timeline.entries) != changes:
-            extra = [f"{e.plural}/{e.change.obj['metadata']['name']} {e.change.type}"
-                     + (f" ({e.change.obj.get('reason')}: {e.change.obj.get('message')})" if e.plural == "events" else "")
-                     for e in self.timeline.entries[changes:]][:8]
+            extra = [f"{e.plural}/{e.change.obj['metadata']['name']} {e.change.type}" + (
+                f" ({e.change.obj.get('reason')}: {e.change.obj.get('message')})" if e.plural == "events" else "")
+                for e in self.timeline.entries[changes:]][:8]
             outcome.problems.append(f"request loop: {checks.write_requests(self.emulator) - writes} writes in "
                                     f"a {QUIET:g}s quiet window after convergence ({extra})")
         held = await process.gauge("draledger_gated_pods")

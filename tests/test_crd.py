@@ -19,7 +19,7 @@ from draledger.commands.audit import ledgers_of
 from draledger.commands.tables import ledger_table
 from draledger.core import crds
 from draledger.core.accounting.ledger import Condition, Flags
-from draledger.core.ledgers import API_VERSION, KIND, condition_bodies, ledger_object, problem_body
+from draledger.core.bodies import API_VERSION, KIND, condition_bodies, ledger_object, problem_body
 from draledger.core.loading import load
 from draledger.core.models import NodeAllocatableLedgerSpec, status_json, status_of
 from draledger.core.views import ObjectRef, Problem

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from draledger.commands import audit, clusterctl, dumps
-from draledger.core import ledgers
+from draledger.core import bodies
 from draledger.core.accounting.ledger import Flags
 from draledger.core.loading import all_problems, load
 from draledger.core.views import ClaimView, NodeView, PodView, SliceView, read_claim, read_node, read_pod, read_slice
@@ -74,7 +74,7 @@ def account(items: list[Any]) -> list[dict[str, Any]]:
     for node in loaded.state.nodes:
         ledger = loaded.state.ledger(node, Flags())
         assert ledger is not None
-        ledgers.status_body(ledger, ledger_version=1, mapping_version=1, now=NOW)
+        bodies.status_body(ledger, ledger_version=1, mapping_version=1, now=NOW)
     objects = audit.ledgers_of(loaded, Flags(), NOW)
     for output in ("json", "yaml", "table"):
         audit.emit(objects, output, True, io.StringIO())

@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from draledger.core.ledgers import status_body
+from draledger.core.bodies import status_body
 from draledger.core.loading import load
 from draledger.core.models import NodeAllocatableLedgerStatus, status_json, status_of
 from strategies import Raw, clusters

@@ -40,8 +40,9 @@ def gate_reason(release: Release, free: int) -> str:
     """What the gate decides for the held pod on node n1 with ``free`` millicores free (Ready, stored, current)."""
     state = loading.load(items(False), "test", release).state
     standing = NodeStanding("Ready", {"cpu": free, "memory": 1 << 40}, None, "Ready", 1, True)
-    return decide(state.pods[("t", "p")], Standings({"n1": standing}), state, rebuilt=True, cluster_frozen=False,
-                  numa_attributes=()).reason
+    pod = state.pods[("t", "p")]
+    return decide(pod, Standings({"n1": standing}), state.uses(pod), state.release, rebuilt=True,
+                  cluster_frozen=False).reason
 
 
 @pytest.mark.parametrize("release", ["v1.37", "v1.38"])
@@ -64,6 +65,7 @@ def test_the_gate_needs_exactly_what_the_ledger_charges(release: Release) -> Non
 def test_the_planned_status_lists_each_container_once() -> None:
     """The status the scheduler would write has one entry for ``c``, naming ``a`` and ``b`` once each."""
     state = loading.load(items(True), "test", "v1.37").state
-    planned = planned_statuses(state.pods[("t", "p")], state, ())
+    pod = state.pods[("t", "p")]
+    planned = planned_statuses(pod, state.uses(pod), state.release)
     assert [{"resourceClaimName": "c", "containers": ["a", "b"], "mapping": [{"name": "cpu", "quantity": "2"}],
              "overhead": [{"name": "cpu", "perPod": "250m", "perContainer": "500m"}]}] == planned

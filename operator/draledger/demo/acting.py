@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from draledger.core.keys import ClaimKey
 from draledger.core.quantities import QuantityError, parse_quantity
 from draledger.demo import objects, scheduler
 from draledger.demo.emulator import ClusterEmulator
@@ -129,7 +130,8 @@ class Components:
         await self.pacer.until(
             "the operator has seen the new claims",
             lambda: all(
-                (view := runtime.state.claim((namespace, name))) is not None and view.allocated == allocated
+                (view := runtime.state.claims.get(ClaimKey((namespace, name)))) is not None
+                and view.allocated == allocated
                 for namespace, name, allocated in keys
             ),
         )

@@ -7,7 +7,7 @@ from typing import Any
 
 import structlog
 
-from draledger.core.ledgers import API_VERSION, KIND
+from draledger.core.bodies import API_VERSION, KIND
 from draledger.operator.clocks import now_rfc3339
 from draledger.operator.kubeapi import ApiError, KubeApi
 from draledger.operator.metrics import Metrics

@@ -22,7 +22,7 @@ from typing import Any
 import kopf
 import structlog
 
-from draledger.operator import handlers, priming, probes
+from draledger.operator import handlers, kopfcompat, priming, probes
 from draledger.operator.config import OperatorConfig
 from draledger.operator.connecting import Source, credentials
 from draledger.operator.electing import FencedApi, elector_for
@@ -49,6 +49,7 @@ class Operator:
     """One operator instance; ``run()`` returns when ``stop`` is set."""
 
     def __init__(self, config: OperatorConfig, stop: asyncio.Event | None = None) -> None:
+        kopfcompat.check_version()  # before anything relies on Kopf's internals (one line naming the pin)
         self.config = config
         self.stop = stop or asyncio.Event()
         # Kopf stops on SIGINT/SIGTERM by itself. Given a stop flag as well, Kopf 1.45.2 leaves its task that

@@ -53,7 +53,8 @@ import msgspec
 import structlog
 
 from draledger.core.accounting.ledger import Flags, Ledger
-from draledger.core.ledgers import PLURAL, ledger_object, status_body
+from draledger.core.bodies import PLURAL, ledger_object, status_body
+from draledger.core.keys import NodeName
 from draledger.core.models import NodeAllocatableLedgerStatus, status_json
 from draledger.core.phases import SAFE
 from draledger.operator import events
@@ -362,7 +363,7 @@ class Writer:
         """The node's ledger now, and the status write it needs (synchronous: no event comes in between)."""
         runtime = self.runtime
         generation = runtime.generations.get(node, 0)
-        ledger = runtime.state.ledger(node, self.flags(node))
+        ledger = runtime.state.ledger(NodeName(node), self.flags(node))
         self.releaser.note(node, ledger, generation)
         if ledger is None:
             self.stored.forget(node)  # the Node is gone (its ledger goes with it, by ownerReference) or not selected

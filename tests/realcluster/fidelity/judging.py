@@ -35,7 +35,7 @@ from draledger.core.quantities import parse_quantity
 from tests.realcluster.fidelity.generating import NUMA_ATTRIBUTES, Case
 from tests.realcluster.fidelity.running import Outcome
 
-FLAGS = Flags(numa_attributes=NUMA_ATTRIBUTES)
+FLAGS = Flags()
 PROBE_RESOURCES = ("cpu", "memory")
 
 
@@ -52,7 +52,7 @@ class Disagreement:
 
 def loaded(items: list[dict[str, Any]], release: Any) -> Loaded:
     """The objects under the release the case ran on (v1.38's objects look like v1.37's: it is never guessed)."""
-    return load(copy.deepcopy(items), "dump", release)
+    return load(copy.deepcopy(items), "dump", release, attributes=NUMA_ATTRIBUTES)
 
 
 def ledgers(state_items: list[dict[str, Any]], release: Any) -> dict[str, Ledger]:
@@ -91,7 +91,7 @@ def judge_statuses(outcome: Outcome) -> list[Disagreement]:
             continue
         raw = next(p for p in outcome.dump if p["kind"] == "Pod" and p["metadata"]["name"] == name)
         actual = raw.get("status", {}).get("nodeAllocatableResourceClaimStatuses")
-        planned = planned_statuses(pod, state, NUMA_ATTRIBUTES)
+        planned = planned_statuses(pod, state.uses(pod), state.release)
         if planned is None:
             if actual:
                 found.append(Disagreement(ns, "statuses", f"Pod/{name}", f"the project is unsure; scheduler: {actual}"))

@@ -6,13 +6,14 @@ from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass
 from typing import Any
 
+from draledger.core.keys import NodeName
 from draledger.core.quantities import Quantity
 from draledger.core.views.problems import Problem, Reader, ref_of
 
 
 @dataclass(frozen=True, slots=True)
 class NodeView:
-    name: str
+    name: NodeName
     uid: str
     allocatable: dict[str, Quantity]
     ready: bool
@@ -40,7 +41,7 @@ def read_node(raw: AbstractMapping[str, Any]) -> NodeView:
     }
     info = reader.mapping(status.get("nodeInfo"), "status.nodeInfo")
     return NodeView(
-        name=reader.ref.name,
+        name=NodeName(reader.ref.name),
         uid=reader.string(meta.get("uid"), "metadata.uid"),
         allocatable=allocatable,
         ready=ready,

@@ -37,6 +37,7 @@ from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from draledger.core.keys import NodeName, PodKey
 from draledger.core.quantities import ZERO, Quantity
 from draledger.core.resources import Entry, aggregate, maximum
 from draledger.core.views.problems import Problem, Reader, ref_of
@@ -119,7 +120,7 @@ class PodView(NamedTuple):
     name: str
     uid: str
     resource_version: str
-    node_name: str
+    node_name: NodeName
     phase: str
     ordinary: Requests
     pod_level: Requests
@@ -128,7 +129,7 @@ class PodView(NamedTuple):
     claim_statuses: tuple[ClaimStatus, ...] | None  # None: the field is absent (never charged)
     scheduling_gates: tuple[str, ...]
     gate_info: GateInfo | None
-    key: tuple[str, str]  # (namespace, name), built once: every index shares this one tuple
+    key: PodKey  # (namespace, name), built once: every index shares this one tuple
     problems: tuple[Problem, ...] = ()
     resize: Resize | None = None
     layout: Layout | None = None  # only for pods that use claims or carry claim statuses
@@ -220,7 +221,7 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
         name=reader.ref.name,
         uid=reader.string(meta.get("uid"), "metadata.uid"),
         resource_version=reader.string(meta.get("resourceVersion"), "metadata.resourceVersion"),
-        node_name=_intern(reader.string(spec.get("nodeName"), "spec.nodeName")),
+        node_name=NodeName(_intern(reader.string(spec.get("nodeName"), "spec.nodeName"))),
         phase=_intern(reader.string(status.get("phase"), "status.phase")),
         ordinary=shared(ordinary),
         pod_level=pod_level or _NONE,
@@ -236,7 +237,7 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
         )
         if GATE in gates
         else None,
-        key=(namespace, reader.ref.name),
+        key=PodKey((namespace, reader.ref.name)),
         problems=tuple(reader.problems),
         resize=resize,
         layout=layout,

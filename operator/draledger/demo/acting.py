@@ -10,7 +10,6 @@ Rules:
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -22,12 +21,13 @@ from draledger.demo.emulator import ClusterEmulator
 from draledger.demo.frames import Board, describe_devices
 from draledger.demo.observing import CLAIMS, PODS, SLICES, Observer
 from draledger.demo.waiting import DemoFailed, Pacer
+from draledger.operator import clocks
 
 __all__ = ["Components", "rfc3339_now"]
 
 
 def rfc3339_now() -> str:
-    return datetime.datetime.now(datetime.UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return clocks.now_rfc3339()
 
 
 def allowed_nodes(obj: Mapping[str, Any]) -> list[str]:

@@ -7,10 +7,11 @@ import dataclasses
 import sys
 from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from draledger.core.keys import ClaimKey, PoolKey
 from draledger.core.quantities import Quantity
+from draledger.core.views.fields import IDENTITY, LEAF, Fields
 from draledger.core.views.problems import Problem, Reader, ref_of
 
 
@@ -110,3 +111,9 @@ def read_claim(raw: AbstractMapping[str, Any]) -> ClaimView:
         allocation_nodes=_allocation_nodes(terms, reader),
         problems=tuple(reader.problems),
     )
+
+
+FIELDS: Final[Fields] = {  # views.fields: what ``read_claim`` reads
+    "metadata": IDENTITY,
+    "status": {"allocation": LEAF, "reservedFor": LEAF},
+}

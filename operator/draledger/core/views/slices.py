@@ -30,6 +30,7 @@ from typing import Any, Final, NamedTuple
 
 from draledger.core.keys import NodeName, PoolKey
 from draledger.core.quantities import Quantity
+from draledger.core.views.fields import IDENTITY, LEAF, Fields
 from draledger.core.views.mappings import V136, V137_ON, Mapping, read_v136, read_v137
 from draledger.core.views.problems import INT64, Problem, Reader, ref_of
 
@@ -237,3 +238,10 @@ def _read_device(
 
 
 _FIELDS: Final = {"nodeAllocatableResourceMappings": V137_ON, "nodeAllocatableResources": V136}
+
+
+FIELDS: Final[Fields] = {  # views.fields: what ``read_slice`` reads
+    "apiVersion": LEAF,
+    "metadata": IDENTITY,
+    "spec": LEAF,
+}

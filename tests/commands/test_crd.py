@@ -25,7 +25,7 @@ from draledger.core.models import NodeAllocatableLedgerSpec, status_json, status
 from draledger.core.views import ObjectRef, Problem
 from strategies import claims_with_problems, clusters
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "crds" / "nodeallocatableledgers.yaml"
 NOW = "2026-12-02T10:00:00Z"
 

@@ -34,7 +34,7 @@ from draledger.core.views import ClaimView, NodeView, PodView, SliceView, read_c
 from draledger.core.views.slices import DeviceMemo
 from strategies import any_values, json_values, mutated, nested, seed_objects
 
-CONFORMANCE = Path(__file__).parent / "conformance"
+CONFORMANCE = Path(__file__).parents[1] / "conformance"
 SEEDS = seed_objects(json.loads(p.read_text(encoding="utf-8"))["dump"] for p in sorted(CONFORMANCE.glob("*.json")))
 NOW = "2026-12-02T10:00:00Z"
 

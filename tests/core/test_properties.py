@@ -16,9 +16,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draledger.commands.audit import ledgers_of
 from draledger.core.accounting.ledger import Flags, Ledger
 from draledger.core.accounting.zones import DEFAULT_NUMA_ATTRIBUTES
+from draledger.core.bodies import dump_objects
 from draledger.core.loading import READERS, load
 from draledger.core.quantities import Quantity
 from draledger.core.state import ClusterState
@@ -31,8 +31,9 @@ FAST = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, Heal
 
 
 def audit_json(items: Iterable[Raw], flags: Flags | None = None) -> list[dict[str, Any]]:
-    loaded = load(list(items), "generated")
-    return ledgers_of(loaded, flags or Flags(), NOW)
+    """The ledger objects ``audit`` prints for ``items``."""
+    state = load(list(items), "generated").state
+    return dump_objects((state.ledger(n, flags) for n in sorted(state.nodes)), NOW)
 
 
 def ledgers(items: Iterable[Raw]) -> dict[str, Ledger]:

@@ -1,5 +1,6 @@
 """What the gate costs a claim pod: time to bind and the scheduler's binding throughput, against the real
-kube-scheduler, with no dra-ledger, with the MutatingAdmissionPolicy gate and with the webhook gate.
+kube-scheduler, with no dra-ledger, with the MutatingAdmissionPolicy gate and with the webhook gate, and the floor
+under both: the policy's gate released by a process that does nothing else.
 
 Rules (docs/style.md, "Tooling"):
 1. Real parts: etcd, kube-apiserver, kube-scheduler and kube-controller-manager of ``--release`` (tests/realcluster's
@@ -7,8 +8,11 @@ Rules (docs/style.md, "Tooling"):
    of its own. Nodes are kubelet-less, with DRA devices mapped to node cpu and unmapped ones (gate_plan.py).
 2. Seeded: ``--seed`` makes the burst (``--pods`` claim pods of four kinds, template claims, a mix that fits and
    that must wait) and the nodes' devices (``--nodes``).
-3. The floor is measured in the same run: the three configurations are interleaved, round by round, each
-   round in another order; "no dra-ledger" runs with no operator process at all. Every gate figure is against it.
+3. The baselines are measured in the same run: the four configurations are interleaved, round by round, each
+   round in another order. "No dra-ledger" runs with no operator process at all, and every gate figure is
+   against it. "The floor" runs the policy's gate with no operator process either, and gate_floor.py (started
+   for the burst, stopped after it) removing the gate from every pod at once: dra-ledger's cost over it is its
+   design's own.
 4. Then three disruptions, each during a burst gated by the policy: the operator restarted (SIGTERM, a new
    process, its rebuild), the leader killed (SIGKILL) under leader election with a warm standby, and the leader
    stopped (SIGTERM: it gives the Lease up). The lease settings default to the manifests' (15 s, 10 s, 2 s).
@@ -39,7 +43,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]  # the helpers beside this file; te
 import aiohttp  # noqa: E402
 
 import gate_figures as figures  # noqa: E402
-from gate_burst import CONCURRENCY, Admin, clean, run_burst, settled  # noqa: E402
+from gate_burst import CONCURRENCY, Admin, Releaser, clean, run_burst, settled  # noqa: E402
 from gate_cluster import NAMESPACES, Cluster, build, cpu_seconds, dry_run_gates, start_plane, stop  # noqa: E402
 from gate_plan import plan  # noqa: E402
 from gate_report import report  # noqa: E402
@@ -76,19 +80,35 @@ async def until_ready(process: OperatorProcess, role: str = "ready") -> float:
 
 
 class Operators:
-    """The operator processes of the run, by role, and the CPU they have used, the stopped ones' included."""
+    """The operator processes of the run, by role, the floor's releaser, and the CPU they have used, the stopped
+    ones' included."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.running: dict[str, OperatorProcess] = {}
         self.count = 0
         self.spent = 0.0  # CPU seconds of the processes stopped so far, read as their signal went
+        self.releaser: Releaser | None = None
+        self.releaser_spent = 0.0
+        self.released: collections.Counter[str] = collections.Counter()  # what the releasers did, summed
 
     def cpu(self) -> dict[str, float]:
-        """Every control-plane component's CPU seconds, and "draledger": every operator process's together."""
+        """Every control-plane component's CPU seconds, "draledger": every operator process's together, and
+        "releaser": the floor's releasers'."""
         out = {name: cpu_seconds(pid) for name, pid in self.cluster.plane.pids().items()}
         out["draledger"] = self.spent + sum(cpu_seconds(p.pid) for p in self.running.values() if p.running())
+        out["releaser"] = self.releaser_spent + (cpu_seconds(self.releaser.process.pid) if self.releaser else 0.0)
         return out
+
+    async def start_releaser(self, namespace: str) -> None:
+        self.releaser = await Releaser.start(self.cluster, namespace)
+
+    async def stop_releaser(self) -> None:
+        if self.releaser is not None:
+            releaser, self.releaser = self.releaser, None
+            self.releaser_spent += cpu_seconds(releaser.process.pid)  # read as it is told to stop, as for operators
+            await releaser.stop()
+            self.released.update(releaser.counts)
 
     async def start(self, role: str, *args: str, wait_for: str = "ready") -> OperatorProcess:
         self.count += 1
@@ -124,9 +144,12 @@ async def interleaved(cluster: Cluster, admin: Admin, operators: Operators, roun
     """Rule 3: every configuration once a round, the order rotated each round."""
     bursts = []
     for round_ in range(1, rounds + 1):
-        for config in ORDER[round_ - 1:] + ORDER[:round_ - 1]:
-            if config == "none":
+        turn = (round_ - 1) % len(ORDER)
+        for config in ORDER[turn:] + ORDER[:turn]:
+            if config in (figures.UNGATED, figures.FLOOR):
                 await operators.stop_all()
+                if config == figures.FLOOR:
+                    await operators.start_releaser(NAMESPACES[config])
             elif "draledger" not in operators.running:
                 await operators.start("draledger", *cluster.webhook_args())
                 await asyncio.to_thread(wait_until, lambda: dry_run_gates(cluster.plane, NAMESPACES["webhook"])
@@ -136,6 +159,7 @@ async def interleaved(cluster: Cluster, admin: Admin, operators: Operators, roun
             burst = await run_burst(cluster, admin, config, round_, NAMESPACES[config], operators.cpu)
             bursts.append(burst)
             await clean(admin, NAMESPACES[config], operators.cpu)
+            await operators.stop_releaser()
     return bursts
 
 
@@ -189,6 +213,7 @@ async def measure(args: argparse.Namespace, plane: ControlPlane, workdir: Path) 
         bursts = await interleaved(cluster, admin, operators, args.rounds)
         disrupted = await disruptions(cluster, admin, operators, args) if not args.no_disruptions else {}
     finally:
+        await operators.stop_releaser()
         await operators.stop_all()
         await admin.close()
     return {
@@ -199,6 +224,7 @@ async def measure(args: argparse.Namespace, plane: ControlPlane, workdir: Path) 
                  "node_cpu": the_plan.node_cpu, "bound": the_plan.bound(), "waiting": the_plan.waiting(),
                  "kinds": dict(collections.Counter(the_plan.kinds))},
         **figures.summarize(bursts, disrupted),
+        "floor_releaser": dict(operators.released),
         "seconds": round(time.monotonic() - began), "load_average": [round(x, 2) for x in (*load, *os.getloadavg())],
         "records": [figures.records(burst) for burst in [*bursts, *disrupted.values()]],
     }

@@ -22,10 +22,9 @@ import math
 import ssl
 import sys
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import aiohttp
 
@@ -39,7 +38,7 @@ SAMPLE_PERIOD = 0.1
 SETTLED_SHARE = 0.3
 DEADLINE_BASE, DEADLINE_PER_POD = 300.0, 2.0  # only to end a run that hangs: 1,000 nodes bind 2 to 5 pods a second here
 
-Disruption = Callable[[], Awaitable[tuple[float, float]]]
+Disruption = Callable[[], Coroutine[Any, Any, tuple[float, float]]]
 Cpu = Callable[[], dict[str, float]]  # process (component, or "draledger": every operator process) -> CPU seconds
 
 
@@ -62,51 +61,47 @@ class Admin:
         await self.session.close()
 
 
-@dataclass
-class Observer:
-    """The observer child (gate_observer.py) and what it has reported so far."""
+class Child:
+    """A helper process of the benchmark's (a script beside this file, as the admin), the lines it prints (JSON
+    arrays), and its end: its stdin closed, then at most 10 s for it to exit."""
 
-    process: asyncio.subprocess.Process
-    pods: dict[str, list[tuple[float, bool, str]]]
-    samples: list[QueueSample]
-    ready: asyncio.Event
-    reader: asyncio.Task[None] | None = None
+    script = ""
+    what = ""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.ready = asyncio.Event()
+        self.reader: asyncio.Task[None] | None = None
 
     @classmethod
-    async def start(cls, cluster: Cluster, selector: str) -> Observer:
+    async def start(cls, cluster: Cluster, *args: str) -> Self:
         plane = cluster.plane
         assert plane.pki is not None
-        argv = [sys.executable, str(HERE / "gate_observer.py"), plane.server, str(plane.pki.ca_cert),
-                str(plane.pki.admin.cert), str(plane.pki.admin.key), selector,
-                str(secure_port(plane, "kube-scheduler")), str(SAMPLE_PERIOD)]
+        argv = [sys.executable, str(HERE / cls.script), plane.server, str(plane.pki.ca_cert),
+                str(plane.pki.admin.cert), str(plane.pki.admin.key), *args]
         process = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE,
                                                        stdout=asyncio.subprocess.PIPE)
-        observer = cls(process, {}, [], asyncio.Event())
-        observer.reader = asyncio.create_task(observer._read())
-        waiting = asyncio.create_task(observer.ready.wait())
-        await asyncio.wait([waiting, observer.reader], timeout=60, return_when=asyncio.FIRST_COMPLETED)
-        if not observer.ready.is_set():
+        child = cls(process)
+        child.reader = asyncio.create_task(child._read())
+        waiting = asyncio.create_task(child.ready.wait())
+        await asyncio.wait([waiting, child.reader], timeout=60, return_when=asyncio.FIRST_COMPLETED)
+        if not child.ready.is_set():
             waiting.cancel()
-            await observer.stop()
-            raise RuntimeError("the observer did not start watching within 60 s (its stderr is above)")
-        return observer
+            await child.stop()
+            raise RuntimeError(f"the {cls.what} did not start watching within 60 s (its stderr is above)")
+        return child
 
     async def _read(self) -> None:
         assert self.process.stdout is not None
         async for raw in self.process.stdout:
             line = json.loads(raw)
-            if line[0] == "pod":
-                self.pods.setdefault(line[2], []).append((line[1], line[3], line[4]))
-            elif line[0] == "queue":
-                self.samples.append(QueueSample(line[1], *line[2:6]))
-            elif line[0] == "ready":
+            if line[0] == "ready":
                 self.ready.set()
+            else:
+                self.line(line)
 
-    def released(self, name: str) -> float | None:
-        return next((at for at, gated, _ in self.pods.get(name, ()) if not gated), None)
-
-    def bound(self, name: str) -> tuple[float, str] | None:
-        return next(((at, node) for at, _, node in self.pods.get(name, ()) if node), None)
+    def line(self, line: list[Any]) -> None:
+        """One line the child printed, other than ``["ready"]``."""
 
     async def stop(self) -> None:
         if self.process.stdin is not None and not self.process.stdin.is_closing():
@@ -120,12 +115,54 @@ class Observer:
             await self.reader
 
 
+class Observer(Child):
+    """The observer child (gate_observer.py) and what it has reported so far."""
+
+    script, what = "gate_observer.py", "observer"
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        super().__init__(process)
+        self.pods: dict[str, list[tuple[float, bool, str]]] = {}
+        self.samples: list[QueueSample] = []
+
+    @classmethod
+    async def watching(cls, cluster: Cluster, selector: str) -> Observer:
+        return await cls.start(cluster, selector, str(secure_port(cluster.plane, "kube-scheduler")),
+                               str(SAMPLE_PERIOD))
+
+    def line(self, line: list[Any]) -> None:
+        if line[0] == "pod":
+            self.pods.setdefault(line[2], []).append((line[1], line[3], line[4]))
+        elif line[0] == "queue":
+            self.samples.append(QueueSample(line[1], *line[2:6]))
+
+    def released(self, name: str) -> float | None:
+        return next((at for at, gated, _ in self.pods.get(name, ()) if not gated), None)
+
+    def bound(self, name: str) -> tuple[float, str] | None:
+        return next(((at, node) for at, _, node in self.pods.get(name, ()) if node), None)
+
+
+class Releaser(Child):
+    """The floor's releaser (gate_floor.py) of one namespace; once stopped, what it did."""
+
+    script, what = "gate_floor.py", "floor's releaser"
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        super().__init__(process)
+        self.counts: dict[str, int] = {}
+
+    def line(self, line: list[Any]) -> None:
+        if line[0] == "done":
+            self.counts = dict(zip(("released", "conflicts", "failures"), line[1:4], strict=True))
+
+
 async def run_burst(cluster: Cluster, admin: Admin, config: str, round_: int, namespace: str, cpu: Cpu,
                     disruption: tuple[int, Disruption] | None = None) -> Burst:
     """Create the plan's burst in ``namespace`` and observe it to the end (rules 1 to 4)."""
     plan = cluster.plan
     burst_id = f"{config}-{round_}"
-    observer = await Observer.start(cluster, f"{BURST_LABEL}={burst_id}")
+    observer = await Observer.watching(cluster, f"{BURST_LABEL}={burst_id}")
     records = [PodRecord(f"{burst_id}-{index:05d}", kind, math.nan) for index, kind in enumerate(plan.kinds)]
     before = cpu()
     pending = iter(range(len(records)))

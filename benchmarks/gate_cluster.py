@@ -6,9 +6,10 @@ Rules:
    suite applies (canary + admission-policy: the MutatingAdmissionPolicy gates namespaces labelled
    ``draledger.dev/gating=enabled``), the operator's ServiceAccount token, and ``draledger run`` as the suite
    starts it (``OperatorProcess``).
-2. One namespace per configuration: ``NAMESPACES["none"]`` is selected by no gate, ``["policy"]`` by the
-   policy's binding only, ``["webhook"]`` by the base's MutatingWebhookConfiguration only (registered with a
-   loopback ``url`` and a CA of its own, as test_operator_admission.py does).
+2. One namespace per configuration: ``NAMESPACES["none"]`` is selected by no gate, ``["policy"]`` and
+   ``["floor"]`` by the policy's binding only (both labelled ``draledger.dev/gating=enabled``: the same gate,
+   released by dra-ledger or by the floor's releaser), ``["webhook"]`` by the base's MutatingWebhookConfiguration
+   only (registered with a loopback ``url`` and a CA of its own, as test_operator_admission.py does).
 3. kube-scheduler and kube-controller-manager get ``--kube-api-qps``/``--kube-api-burst`` raised unless
    ``client_qps`` is 0 (their defaults, 50 and 20, make the resourceclaim controller the bottleneck at about ten
    pods a second, and the benchmark would measure a client-side rate limiter instead of the components).
@@ -53,7 +54,8 @@ from tests.realcluster.operating import (
 )
 from tests.realcluster.releases import Release
 
-NAMESPACES = {"none": "gate-none", "policy": "gate-policy", "webhook": "gate-webhook"}
+NAMESPACES = {"none": "gate-none", "policy": "gate-policy", "webhook": "gate-webhook", "floor": "gate-floor"}
+POLICY_GATED = ("policy", "floor")  # the configurations whose namespace the policy's binding selects
 WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
 BURST_LABEL = "bench.draledger.dev/burst"
 SETUP_THREADS = 8
@@ -172,7 +174,7 @@ def build(plane: ControlPlane, plan: Plan, workdir: Path) -> Cluster:
         for done in [pool.submit(_node, plane, plan, index) for index in range(plan.nodes)]:
             done.result()
     for config, namespace in NAMESPACES.items():
-        ensure_namespace(api, namespace, GATING_LABEL if config == "policy" else None)
+        ensure_namespace(api, namespace, GATING_LABEL if config in POLICY_GATED else None)
         for kind in KINDS:
             api.create(f"{RESOURCE_API}/namespaces/{namespace}/resourceclaimtemplates",
                        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
@@ -180,8 +182,13 @@ def build(plane: ControlPlane, plan: Plan, workdir: Path) -> Cluster:
     certificates = pki.serving_certificate(workdir / "webhook-tls")
     port = free_port()
     register_webhook(plane, workdir, port, certificates.ca_cert)
-    wait_until(lambda: dry_run_gates(plane, NAMESPACES["policy"]) == [GATE], within=60,
-               what="the MutatingAdmissionPolicy to gate pods in its namespace")
+    for config in POLICY_GATED:
+        namespace = NAMESPACES[config]
+
+        def gated(namespace: str = namespace) -> bool:
+            return dry_run_gates(plane, namespace) == [GATE]
+
+        wait_until(gated, within=60, what=f"the MutatingAdmissionPolicy to gate pods in namespace {namespace}")
     return Cluster(plane, installation, plan, port, certificates.cert.parent, workdir)
 
 

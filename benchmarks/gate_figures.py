@@ -8,11 +8,17 @@ Rules:
 2. Percentiles are nearest-rank over the pods of every burst of one configuration (all rounds pooled).
 3. A configuration's binding throughput is its bound pods over the time from the first POST to the last
    binding, summed over its bursts; the ratio of a gate is its throughput over the ungated one of the same run.
-4. "Added" is the gated configuration's percentile minus the ungated one's; the faster gate is the one with the
-   smaller added p50 (then p99).
-5. Waiting on our gate while the scheduler is idle: at each sample of kube-scheduler's own queue gauges where
+4. "Added" is the gated configuration's percentile minus the ungated one's; the faster gate is the one of
+   dra-ledger's two with the smaller added p50 (then p99).
+5. The floor (``FLOOR``) is the policy's gate released by a process that does nothing else (gate_floor.py): its
+   added percentiles and throughput ratio are what any gate-based design pays here. A dra-ledger gate's cost
+   over the floor is its percentile minus the floor's (its added less the floor's added) and its throughput over
+   the floor's: what dra-ledger's own design costs.
+6. Waiting on our gate while the scheduler is idle: at each sample of kube-scheduler's own queue gauges where
    its active and backoff queues are both empty (nothing it could work on), the pods created with our gate more
    than ``GRACE`` ago and not released yet. The target is 0 at every sample.
+7. A configuration's operator CPU is its releasing process's (``operator_process``): dra-ledger's, or the
+   floor's releaser's.
 """
 
 from __future__ import annotations
@@ -22,12 +28,22 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-GRACE = 0.25  # seconds a new pod may wait on the gate before it counts against rule 5
+GRACE = 0.25  # seconds a new pod may wait on the gate before it counts against rule 6
 PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
-GATES = ("policy", "webhook")
+GATES = ("policy", "webhook")  # dra-ledger's
 UNGATED = "none"
-CONFIGURATIONS = (UNGATED, *GATES)
+FLOOR = "floor"
+CONFIGURATIONS = (UNGATED, FLOOR, *GATES)
 HEADLINE = ("added_p50_ms", "added_p99_ms", "throughput_ratio", "operator_cpu_s")  # the faster gate's
+FLOOR_HEADLINE = {"floor_added_p50_ms": "added_p50_ms", "floor_added_p99_ms": "added_p99_ms",
+                  "floor_throughput_ratio": "throughput_ratio", "floor_releaser_cpu_s": "operator_cpu_s",
+                  "floor_max_waiting_while_idle": "max_waiting_while_idle"}
+OVER_FLOOR = ("added_p50_ms", "added_p99_ms", "throughput_ratio")  # the faster gate's, as over_floor_<key>
+
+
+def operator_process(config: str) -> str:
+    """Rule 7: the process whose CPU is the configuration's operator CPU (a key of ``Burst.cpu``)."""
+    return "releaser" if config == FLOOR else "draledger"
 
 
 @dataclass(slots=True)
@@ -59,11 +75,11 @@ class QueueSample:
 
 @dataclass(slots=True)
 class Burst:
-    config: str  # none | policy | webhook | restart | failover | handover
+    config: str  # none | floor | policy | webhook | restart | failover | handover
     round: int
     pods: list[PodRecord]
     samples: list[QueueSample] = field(default_factory=list)
-    cpu: dict[str, float] = field(default_factory=dict)  # component -> CPU seconds over the burst
+    cpu: dict[str, float] = field(default_factory=dict)  # process -> CPU seconds over the burst (rule 7)
     done: float = math.nan  # when the last expected event was seen (or the deadline passed)
     complete: bool = True
     disruption: tuple[float, float] | None = None  # restart / failover: from the stop to the successor's lead
@@ -131,7 +147,7 @@ def times(pods: list[PodRecord]) -> dict[str, list[float]]:
 
 
 def waiting_while_idle(burst: Burst, grace: float = GRACE) -> dict[str, Any]:
-    """Rule 5 over one burst: how many samples found the scheduler idle, and our gate holding pods then."""
+    """Rule 6 over one burst: how many samples found the scheduler idle, and our gate holding pods then."""
     held = [(pod.answered, pod.released) for pod in burst.pods if pod.gated and not math.isnan(pod.answered)]
     idle = [s for s in burst.samples if burst.start <= s.at <= burst.done and s.idle]
     counts = [sum(1 for answered, released in held
@@ -174,29 +190,43 @@ def configuration(bursts: list[Burst]) -> dict[str, Any]:
     }
 
 
-def _added(mine: dict[str, Any], base: dict[str, Any], key: str) -> float | None:
+def _less(mine: dict[str, Any], base: dict[str, Any], key: str) -> float | None:
     gated, ungated = mine["time_to_bind_ms"][key], base["time_to_bind_ms"][key]
     return None if gated is None or ungated is None else round(gated - ungated, 1)
 
 
+def _ratios(mine: dict[str, Any], base: dict[str, Any], rounds: list[float], base_rounds: list[float]
+            ) -> tuple[float | None, float | None]:
+    """Pooled throughput over ``base``'s, and the median of the rounds' ratios (rule 3)."""
+    ratios = [g / u for g, u in zip(rounds, base_rounds, strict=False) if u]
+    pooled = round(mine["throughput_pods_s"] / base["throughput_pods_s"], 3) if base["throughput_pods_s"] else None
+    return pooled, round(statistics.median(ratios), 3) if ratios else None
+
+
 def gate_costs(configs: dict[str, dict[str, Any]], by_round: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
-    """Per gate (rule 4): added time to bind at p50/p99 and the throughput ratio, against the ungated runs."""
+    """Per gate and for the floor (rules 4 and 5): added time to bind at p50/p99 and the throughput ratio, against
+    the ungated runs; for dra-ledger's gates also ``over_floor``, the same figures against the floor's runs."""
     base = configs[UNGATED]
     out: dict[str, dict[str, Any]] = {}
-    for gate in GATES:
-        if gate not in configs:
+    for config in (*GATES, FLOOR):
+        if config not in configs:
             continue
-        mine = configs[gate]
-        ratios = [g / u for g, u in zip(by_round.get(gate, []), by_round.get(UNGATED, []), strict=False) if u]
-        out[gate] = {
-            "added_p50_ms": _added(mine, base, "p50"),
-            "added_p99_ms": _added(mine, base, "p99"),
-            "throughput_ratio": round(mine["throughput_pods_s"] / base["throughput_pods_s"], 3)
-            if base["throughput_pods_s"] else None,
-            "throughput_ratio_median_of_rounds": round(statistics.median(ratios), 3) if ratios else None,
-            "operator_cpu_s": mine["cpu_s_per_burst"].get("draledger"),
+        mine = configs[config]
+        pooled, median = _ratios(mine, base, by_round.get(config, []), by_round.get(UNGATED, []))
+        out[config] = {
+            "added_p50_ms": _less(mine, base, "p50"),
+            "added_p99_ms": _less(mine, base, "p99"),
+            "throughput_ratio": pooled,
+            "throughput_ratio_median_of_rounds": median,
+            "operator_cpu_s": mine["cpu_s_per_burst"].get(operator_process(config)),
             "max_waiting_while_idle": mine["waiting_while_idle"]["max_waiting"],
         }
+        if config != FLOOR and FLOOR in configs:
+            floor = configs[FLOOR]
+            pooled, median = _ratios(mine, floor, by_round.get(config, []), by_round.get(FLOOR, []))
+            out[config]["over_floor"] = {"added_p50_ms": _less(mine, floor, "p50"),
+                                         "added_p99_ms": _less(mine, floor, "p99"),
+                                         "throughput_ratio": pooled, "throughput_ratio_median_of_rounds": median}
     return out
 
 
@@ -231,15 +261,21 @@ def disrupted(burst: Burst) -> dict[str, Any]:
 
 
 def summarize(bursts: list[Burst], disruptions: dict[str, Burst]) -> dict[str, Any]:
-    """Every figure of a run: per configuration, per gate, the faster gate's headline (``HEADLINE``) and each
-    disruption; ``complete`` is False when any burst reached its deadline."""
-    configs = {config: configuration([b for b in bursts if b.config == config]) for config in CONFIGURATIONS}
-    by_round = {config: [b.throughput() for b in bursts if b.config == config] for config in CONFIGURATIONS}
+    """Every figure of a run: per configuration, per gate, the faster gate's headline (``HEADLINE``), the floor's
+    (``FLOOR_HEADLINE``; None without floor bursts), the faster gate's cost over the floor (``over_floor_*``) and
+    each disruption; ``complete`` is False when any burst reached its deadline."""
+    present = [config for config in CONFIGURATIONS if any(b.config == config for b in bursts)]
+    configs = {config: configuration([b for b in bursts if b.config == config]) for config in present}
+    by_round = {config: [b.throughput() for b in bursts if b.config == config] for config in present}
     costs = gate_costs(configs, by_round)
+    floor = costs.pop(FLOOR, None)
     best = faster(costs)
+    over = costs[best].get("over_floor") or {}
     return {
         "faster_gate": best, **{key: costs[best][key] for key in HEADLINE},
-        "gates": costs, "configurations": configs,
+        **{key: floor[name] if floor else None for key, name in FLOOR_HEADLINE.items()},
+        **{f"over_floor_{key}": over.get(key) for key in OVER_FLOOR},
+        "gates": costs, "floor": floor, "configurations": configs,
         **{name: disrupted(burst) for name, burst in disruptions.items()},
         "complete": all(b.complete for b in [*bursts, *disruptions.values()]),
     }

@@ -25,6 +25,7 @@ import json
 import ssl
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -39,61 +40,66 @@ def say(*fields: Any) -> None:
     sys.stdout.flush()
 
 
-class Pods:
-    """The watch of rule 2."""
+async def watch(session: aiohttp.ClientSession, url: str, params: dict[str, str],
+                note: Callable[[str, dict[str, Any], float], None], opened: asyncio.Event) -> None:
+    """Rule 2's LIST and WATCH of ``url``, forever: ``note(type, object, at)`` for every object listed (as ADDED)
+    and every ADDED, MODIFIED and DELETED event, ``at`` when it arrived; ``opened`` set once the watch is open."""
 
-    def __init__(self, session: aiohttp.ClientSession, server: str, selector: str) -> None:
-        self.session, self.server, self.selector = session, server, selector
+    async def listed() -> str:
+        async with session.get(url, params=params) as answer:
+            answer.raise_for_status()
+            body = await answer.json()
+        at = time.monotonic()
+        for item in body["items"]:
+            note("ADDED", item, at)
+        return str(body["metadata"]["resourceVersion"])
+
+    version = await listed()
+    while True:
+        query = {**params, "watch": "true", "resourceVersion": version, "allowWatchBookmarks": "true",
+                 "timeoutSeconds": "300"}
+        async with session.get(url, params=query,
+                               timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as answer:
+            answer.raise_for_status()
+            opened.set()
+            buffer = b""
+            async for chunk in answer.content.iter_any():
+                at = time.monotonic()
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    obj = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        version = ""
+                        break
+                    version = obj.get("metadata", {}).get("resourceVersion", version)
+                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                        note(event["type"], obj, at)
+                if not version:
+                    break
+        if not version:  # 410 Gone: list again
+            version = await listed()
+
+
+class Pods:
+    """The pods of rule 2, by name: their (gated, node) pair, printed when it changes."""
+
+    def __init__(self) -> None:
         self.seen: dict[str, tuple[bool, str]] = {}
         self.opened = asyncio.Event()
 
-    def note(self, pod: dict[str, Any], at: float) -> None:
+    def note(self, kind: str, pod: dict[str, Any], at: float) -> None:
+        if kind == "DELETED":
+            return
         spec = pod.get("spec") or {}
         state = (any(g.get("name") == GATE for g in spec.get("schedulingGates") or []), spec.get("nodeName") or "")
         name = pod["metadata"]["name"]
         if self.seen.get(name) != state:
             self.seen[name] = state
             say("pod", at, name, state[0], state[1])
-
-    async def list(self) -> str:
-        params = {"labelSelector": self.selector}
-        async with self.session.get(f"{self.server}/api/v1/pods", params=params) as answer:
-            answer.raise_for_status()
-            body = await answer.json()
-        at = time.monotonic()
-        for pod in body["items"]:
-            self.note(pod, at)
-        return str(body["metadata"]["resourceVersion"])
-
-    async def run(self) -> None:
-        version = await self.list()
-        while True:
-            params = {"labelSelector": self.selector, "watch": "true", "resourceVersion": version,
-                      "allowWatchBookmarks": "true", "timeoutSeconds": "300"}
-            async with self.session.get(f"{self.server}/api/v1/pods", params=params,
-                                        timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as answer:
-                answer.raise_for_status()
-                self.opened.set()
-                buffer = b""
-                async for chunk in answer.content.iter_any():
-                    at = time.monotonic()
-                    buffer += chunk
-                    *lines, buffer = buffer.split(b"\n")
-                    for line in lines:
-                        if not line.strip():
-                            continue
-                        event = json.loads(line)
-                        obj = event.get("object") or {}
-                        if event.get("type") == "ERROR":
-                            version = ""
-                            break
-                        version = obj.get("metadata", {}).get("resourceVersion", version)
-                        if event.get("type") in ("ADDED", "MODIFIED"):
-                            self.note(obj, at)
-                    if not version:
-                        break
-            if not version:  # 410 Gone: list again
-                version = await self.list()
 
 
 async def sample(session: aiohttp.ClientSession, url: str, context: ssl.SSLContext, period: float,
@@ -124,23 +130,31 @@ async def main(server: str, ca: str, cert: str, key: str, selector: str, schedul
     to_scheduler.verify_mode = ssl.CERT_NONE  # its serving certificate is self-signed, made in memory
     to_scheduler.load_cert_chain(cert, key)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=to_server)) as session:
-        pods = Pods(session, server, selector)
+        pods = Pods()
         sampled = asyncio.Event()
-        tasks = [asyncio.create_task(pods.run()),
+        tasks = [asyncio.create_task(watch(session, f"{server}/api/v1/pods", {"labelSelector": selector}, pods.note,
+                                           pods.opened)),
                  asyncio.create_task(sample(session, f"https://127.0.0.1:{scheduler_port}/metrics", to_scheduler,
                                             period, sampled))]
         await asyncio.wait_for(asyncio.gather(pods.opened.wait(), sampled.wait()), timeout=60)
         say("ready")
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader()
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-        stdin = asyncio.create_task(reader.read())  # EOF: the benchmark is done with us
-        done, _ = await asyncio.wait([stdin, *tasks], return_when=asyncio.FIRST_COMPLETED)
-        for task in tasks:
-            task.cancel()
-        for task in done:
-            if task is not stdin and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+        await until_eof(tasks)
+
+
+async def until_eof(tasks: list[asyncio.Task[None]]) -> None:
+    """Rule 4: until stdin closes (the benchmark is done with us) or a task ends; then the tasks are cancelled,
+    and what an ended task raised is raised."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    stdin = asyncio.create_task(reader.read())
+    waiting: list[asyncio.Task[Any]] = [stdin, *tasks]
+    done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    for task in tasks:
+        task.cancel()
+    for ended in done:
+        if ended is not stdin and (error := ended.exception()) is not None:
+            raise error
 
 
 if __name__ == "__main__":

@@ -1,19 +1,23 @@
-"""The gate benchmark's pure parts (benchmarks/gate_plan.py, gate_figures.py, gate_report.py): the seeded plan,
-the figures it reports and the targets it judges. The benchmark itself needs a control plane; its smoke run is
-a step of .ci/run."""
+"""The gate benchmark's pure parts (benchmarks/gate_plan.py, gate_figures.py, gate_report.py, and the floor's
+releaser of gate_floor.py against a stand-in for the API): the seeded plan, the figures it reports, the targets it
+judges, and what the floor's releaser sends. The benchmark itself needs a control plane; its smoke run is a step
+of .ci/run."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import sys
 from collections import Counter
 from pathlib import Path
 
+import jsonpatch
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import gate_figures as figures
+import gate_floor
 import gate_plan
 import gate_report
 from gate_figures import Burst, PodRecord, QueueSample
@@ -133,7 +137,7 @@ class TestBurstFigures:
 def burst_of(config: str, round_: int, bind: float, operator_cpu: float = 0.0) -> Burst:
     pods = [pod(f"{config}-{i}", 0.0, gated=config != "none", released=0.05, bound=bind * (i + 1) / 10)
             for i in range(10)]
-    return Burst(config, round_, pods, cpu={"draledger": operator_cpu}, done=bind)
+    return Burst(config, round_, pods, cpu={figures.operator_process(config): operator_cpu}, done=bind)
 
 
 class TestSummary:
@@ -151,6 +155,35 @@ class TestSummary:
         assert 250.0 == summary["gates"]["webhook"]["added_p50_ms"]
         assert {"p50", "p90", "p99", "max", "n"} == set(summary["configurations"]["none"]["time_to_bind_ms"])
         assert summary["complete"]
+
+    def test_the_floor_is_against_the_ungated_runs_and_the_gates_over_it(self) -> None:
+        """The floor's added p50/p99 and throughput ratio are against the ungated runs and its CPU is the
+        releaser's; a gate's cost over the floor is its percentile less the floor's and its throughput over the
+        floor's; the faster gate is dra-ledger's even when the floor is faster."""
+        bursts = [burst_of("none", 1, 1.0), burst_of("floor", 1, 1.05, 0.1), burst_of("policy", 1, 1.1, 0.4),
+                  burst_of("webhook", 1, 1.5, 0.5)]
+
+        summary = figures.summarize(bursts, {})
+
+        assert "policy" == summary["faster_gate"]
+        assert 25.0 == summary["floor_added_p50_ms"]
+        assert 50.0 == summary["floor_added_p99_ms"]
+        assert round(1.0 / 1.05, 3) == summary["floor_throughput_ratio"]
+        assert 0.1 == summary["floor_releaser_cpu_s"]
+        assert 0 == summary["floor_max_waiting_while_idle"]
+        assert 25.0 == summary["over_floor_added_p50_ms"]
+        assert 50.0 == summary["over_floor_added_p99_ms"]
+        assert round(1.05 / 1.1, 3) == summary["over_floor_throughput_ratio"]
+        assert 225.0 == summary["gates"]["webhook"]["over_floor"]["added_p50_ms"]
+        assert round(1.05 / 1.5, 3) == summary["gates"]["webhook"]["over_floor"]["throughput_ratio_median_of_rounds"]
+        assert {"p50", "p90", "p99", "max", "n"} == set(summary["configurations"]["floor"]["time_to_bind_ms"])
+
+    def test_a_run_without_the_floor_has_no_floor_figures(self) -> None:
+        """Without floor bursts the floor's figures and the cost over it are None, not zero."""
+        summary = figures.summarize([burst_of("none", 1, 1.0), burst_of("policy", 1, 1.1)], {})
+
+        assert (None, None, None) == (summary["floor"], summary["floor_throughput_ratio"],
+                                      summary["over_floor_throughput_ratio"])
 
     def test_an_incomplete_burst_makes_the_run_incomplete(self) -> None:
         """One burst at its deadline marks the whole run incomplete."""
@@ -176,3 +209,101 @@ class TestTargets:
         result = {"faster_gate": "policy", "gates": {"policy": gate}}
 
         assert verdict == list(gate_report.judged(result).values())
+
+
+def cost(p50: float, p99: float, ratio: float, waiting: int = 0) -> dict[str, float | int]:
+    return {"added_p50_ms": p50, "added_p99_ms": p99, "throughput_ratio": ratio, "max_waiting_while_idle": waiting}
+
+
+class TestFloorVerdict:
+    def test_a_target_the_floor_misses_is_stopped_by_the_floor(self) -> None:
+        """The targets the floor itself misses are the ones it stops, whatever the gate did."""
+        result = {"faster_gate": "policy", "gates": {"policy": cost(40.0, 900.0, 0.8)},
+                  "floor": cost(30.0, 300.0, 0.9)}
+
+        assert ["added_p99_ms", "throughput_ratio"] == gate_report.stopped_by_floor(result)
+
+    def test_without_a_floor_no_target_is_shown_reachable(self) -> None:
+        """A run with no floor stops every target: none is shown reachable."""
+        assert list(gate_report.TARGET_NAMES) == gate_report.stopped_by_floor(
+            {"faster_gate": "policy", "gates": {"policy": cost(0.0, 0.0, 1.0)}, "floor": None})
+
+    def test_the_report_names_the_targets_the_floor_stops(self) -> None:
+        """The targets table judges the faster gate and the floor, shows the gate's cost over the floor, and says
+        which targets the floor stops."""
+        gate = {**cost(400.0, 900.0, 0.8, 12), "over_floor": {"added_p50_ms": 370.0, "added_p99_ms": 600.0,
+                                                             "throughput_ratio": 0.889}}
+        result = {"faster_gate": "policy", "gates": {"policy": gate}, "floor": cost(30.0, 300.0, 0.9)}
+
+        lines = gate_report.targets(result)
+
+        assert "| added to p50 ≤ 50 ms | +400 ms: **not met** | +30 ms: **met** | +370 ms |" in lines
+        assert "| throughput ≥ 0.95 × ungated | 0.800: **not met** | 0.900: **not met** | 0.889 × |" in lines
+        assert ("Stopped by the floor (the floor itself misses them, so no gate-based design meets them on this "
+                "machine): added to p99 ≤ 250 ms; throughput ≥ 0.95 × ungated.") == lines[-1]
+
+
+def floor_pod(version: str, gates: tuple[str, ...] = ("other.example/gate", gate_floor.GATE)) -> dict[str, object]:
+    return {"metadata": {"name": "p", "resourceVersion": version},
+            "spec": {"schedulingGates": [{"name": gate} for gate in gates]}}
+
+
+class FakeApi(gate_floor.Releaser):
+    """The floor's releaser with its PATCH answered by ``answers`` (resourceVersion -> status), recording what it
+    sent; ``during`` is noted (as if from the watch) while the first patch is in flight; ``refused`` is set as a
+    conflict is answered."""
+
+    def __init__(self, answers: dict[str, int], during: dict[str, object] | None = None) -> None:
+        super().__init__(None, "/api/v1/namespaces/gate-floor/pods")  # type: ignore[arg-type]
+        self.answers, self.during = answers, during
+        self.sent: list[tuple[str, list[dict[str, object]]]] = []
+        self.refused = asyncio.Event()
+
+    async def patch(self, name: str, ops: list[dict[str, object]]) -> tuple[int, str]:
+        self.sent.append((name, ops))
+        await asyncio.sleep(0)  # a real answer takes a turn of the loop
+        if self.during is not None:
+            self.note("MODIFIED", self.during, 0.0)
+            self.during = None
+        status = self.answers[str(ops[0]["value"])]
+        if status in gate_floor.CONFLICT:
+            self.refused.set()
+        return status, ""
+
+
+class TestFloorReleaser:
+    def test_the_patch_removes_only_our_gate_if_the_pod_is_unchanged(self) -> None:
+        """The patch tests the resourceVersion seen and removes our gate at its index; other gates stay."""
+        pod = floor_pod("7")
+        index = gate_floor.gate_index(pod)
+
+        assert 1 == index
+        patched = jsonpatch.apply_patch(pod, gate_floor.release_patch(pod, 1))
+        assert [{"name": "other.example/gate"}] == patched["spec"]["schedulingGates"]
+        with pytest.raises(jsonpatch.JsonPatchTestFailed):
+            jsonpatch.apply_patch({**pod, "metadata": {"name": "p", "resourceVersion": "8"}},
+                                  gate_floor.release_patch(pod, 1))
+
+    @pytest.mark.parametrize("during", [True, False], ids=["newer-seen-in-flight", "newer-seen-later"])
+    def test_a_conflict_is_tried_again_on_the_newer_pod_from_the_watch(self, during: bool) -> None:
+        """A 422 is tried again once, on the newer version the watch brings (at once if it is already there,
+        else when it comes), never again on the refused one; a pod without our gate is never patched."""
+        async def scenario() -> FakeApi:
+            api = FakeApi({"1": 422, "2": 200}, floor_pod("2") if during else None)
+            api.note("ADDED", floor_pod("1"), 0.0)
+            api.note("ADDED", {**floor_pod("5", ("other.example/gate",)), "metadata": {"name": "q",
+                                                                                     "resourceVersion": "5"}}, 0.0)
+            task = api.tasks["p"]
+            if not during:
+                await api.refused.wait()  # resumes once the release task waits for the watch again
+                assert 1 == len(api.sent)
+                api.note("MODIFIED", floor_pod("2"), 0.0)
+            await asyncio.wait_for(task, timeout=5)
+            return api
+
+        api = asyncio.run(scenario())
+
+        assert ["1", "2"] == [ops[0]["value"] for _, ops in api.sent]
+        assert ["p", "p"] == [name for name, _ in api.sent]
+        assert (1, 1, 0) == (api.released, api.conflicts, api.failures)
+        assert {} == api.tasks

@@ -274,10 +274,11 @@ class TestOutputs:
         code, out, err = run_in_process("-f", str(write_dump(as_list(TWO_NODES))))
         assert (0, "") == (code, without_release(err))
         lines = out.splitlines()
-        assert ["NAME", "PHASE", "CPU REQ/ALLOC", "MEMORY REQ/ALLOC", "OTHER", "CLAIMS", "SCHEDULER", "PROBLEMS"] == \
+        assert ["NAME", "PHASE", "CPU REQ/ALLOC", "MEMORY REQ/ALLOC", "OTHER", "CLAIMS", "SCHEDULER", "PROBLEMS",
+                "RELEASE"] == \
             re.split(r"\s{3,}", lines[0])
-        assert [["n1", "Ready", "5/16", "1Gi/64Gi", "-", "1", "InSync", "0"],
-                ["n2", "Ready", "0.5/4", "0/8Gi", "-", "0", "InSync", "0"]] == [
+        assert [["n1", "Ready", "5/16", "1Gi/64Gi", "-", "1", "InSync", "0", "v1.36"],
+                ["n2", "Ready", "0.5/4", "0/8Gi", "-", "0", "InSync", "0", "v1.36"]] == [
             re.split(r"\s{3,}", row) for row in lines[1:]]
         columns = [m.start() for m in re.finditer(r"\S+(?: \S+)*", lines[0])]
         for row in lines[1:]:  # every cell starts under its header
@@ -288,10 +289,10 @@ class TestOutputs:
         """--numa adds one row per NUMA zone under its node, with claims/capacity."""
         _, out, _ = run_in_process("-f", str(write_dump(as_list(TWO_NODES))), "--numa")
         rows = [re.split(r"\s{3,}", line.strip()) for line in out.splitlines()[1:]]
-        assert [["n1", "Ready", "5/16", "1Gi/64Gi", "-", "1", "InSync", "0"],
+        assert [["n1", "Ready", "5/16", "1Gi/64Gi", "-", "1", "InSync", "0", "v1.36"],
                 ["numa-0", "2/4", "-", "-"],
                 ["numa-1", "2/4", "-", "-"],
-                ["n2", "Ready", "0.5/4", "0/8Gi", "-", "0", "InSync", "0"]] == rows
+                ["n2", "Ready", "0.5/4", "0/8Gi", "-", "0", "InSync", "0", "v1.36"]] == rows
 
     def test_table_other_resources_and_divergence(self, write_dump: WriteDump) -> None:
         """Resources beyond cpu and memory go to OTHER, for nodes and zones; divergence shows as Diverged."""
@@ -302,7 +303,7 @@ class TestOutputs:
                  pod_obj("p", containers=[container("a", claims=["x"])], resource_claims=[direct("x", "h")])]
         _, out, _ = run_in_process("-f", str(write_dump(as_list(items))), "--numa")
         rows = [re.split(r"\s{3,}", line.strip()) for line in out.splitlines()[1:]]
-        assert [["n1", "Ready", "0/4", "0/8Gi", "hugepages-2Mi=64Mi/1Gi", "1", "Diverged", "0"],
+        assert [["n1", "Ready", "0/4", "0/8Gi", "hugepages-2Mi=64Mi/1Gi", "1", "Diverged", "0", "v1.36"],
                 ["numa-0", "-", "-", "hugepages-2Mi=64Mi/1Gi"]] == rows
 
     @pytest.mark.parametrize("output", ["table", "json", "yaml"])

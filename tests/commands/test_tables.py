@@ -21,7 +21,7 @@ def ledgers(tmp_path: Path, items: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def problems_column(table: str) -> list[str]:
-    return [re.split(r"\s{3,}", line.strip())[-1] for line in table.splitlines()[1:]]
+    return [re.split(r"\s{3,}", line.strip())[-2] for line in table.splitlines()[1:]]
 
 
 class TestProblems:

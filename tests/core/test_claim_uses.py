@@ -41,7 +41,7 @@ def gate_reason(release: Release, free: int) -> str:
     state = loading.load(items(False), "test", release).state
     standing = NodeStanding("Ready", {"cpu": free, "memory": 1 << 40}, None, "Ready", 1, True)
     pod = state.pods[("t", "p")]
-    return decide(pod, Standings({"n1": standing}), state.uses(pod), state.release, rebuilt=True,
+    return decide(pod, Standings.of({"n1": standing}), state.uses(pod), state.release, rebuilt=True,
                   cluster_frozen=False).reason
 
 

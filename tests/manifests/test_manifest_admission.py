@@ -31,6 +31,7 @@ FOREIGN_GATE = "example.com/quota"
 OPERATOR = "system:serviceaccount:draledger-system:draledger"
 SCHEDULER = "system:kube-scheduler"
 FIELD = "nodeAllocatableResourceClaimStatuses"
+RECORD = "draledger.dev/released-on"
 
 
 # --- a small evaluator of admission CEL ----------------------------------------------------------------
@@ -198,6 +199,26 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _record(value: str) -> Callable[[dict[str, Any]], None]:
+    """Set the release's record (a key with dots and a slash: not a _set path)."""
+    def change(p: dict[str, Any]) -> None:
+        p["metadata"].setdefault("annotations", {})[RECORD] = value
+    return change
+
+
+def _without_annotations(p: dict[str, Any]) -> dict[str, Any]:
+    p["metadata"].pop("annotations", None)
+    return p
+
+
+def _recorded_pod() -> dict[str, Any]:
+    """A pod released already: our gate gone, its record on it."""
+    body = pod()
+    _without_gate(GATE)(body)
+    body["metadata"].setdefault("annotations", {})[RECORD] = "n1@ledgerVersion=4"
+    return body
+
+
 def _backfilled_pod() -> dict[str, Any]:
     body = pod()
     _backfill(body)
@@ -225,6 +246,11 @@ ALLOWED = [
     pytest.param(pod(), lambda p: None, id="no-change"),
     pytest.param(pod([]), _backfill, id="backfill-absent-node-allocatable-status"),
     pytest.param(_backfilled_pod(), lambda p: None, id="backfilled-status-left-alone"),
+    pytest.param(pod(), _steps(_without_gate(GATE), _record("n1@ledgerVersion=4")),
+                 id="remove-our-gate-with-its-record"),
+    pytest.param(_without_annotations(pod()), _steps(_without_gate(GATE), _set("metadata.annotations",
+                                                                                 {RECORD: "*@resourceVersion=9"})),
+                 id="remove-our-gate-with-its-record-as-the-first-annotation"),
 ]
 
 DENIED = [
@@ -257,6 +283,15 @@ DENIED = [
                  FIELD, id="change-present-node-allocatable-status"),
     pytest.param(_backfilled_pod(), lambda p: p["status"].pop(FIELD), FIELD,
                  id="remove-present-node-allocatable-status"),
+    pytest.param(pod(), _record("n1@ledgerVersion=4"), "metadata.annotations",
+                 id="record-without-a-release"),
+    pytest.param(pod(), _steps(_without_gate(GATE), _record("*"),
+                               _set("metadata.annotations.x", "y")), "metadata.annotations",
+                 id="record-and-another-annotation"),
+    pytest.param(_recorded_pod(), _record("n2@ledgerVersion=9"),
+                 "metadata.annotations", id="record-changed-afterwards"),
+    pytest.param(_recorded_pod(), lambda p: p["metadata"]["annotations"].pop(RECORD), "metadata.annotations",
+                 id="record-removed-afterwards"),
 ]
 
 

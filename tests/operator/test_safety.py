@@ -12,7 +12,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import aiohttp
 import pytest
+import structlog.testing
+from aiohttp.client_reqrep import ConnectionKey
 
 from draledger.core.accounting.release import ANNOTATION, GATE
 from draledger.demo.emulator import ClusterEmulator, serve_emulator
@@ -346,6 +349,104 @@ class TestWriteThenRelease:
         assert {"key": "metadata.name", "operator": "NotIn", "values": ["n1"]} == requirement(second)
 
 
+class TestTakeover:
+    async def test_a_new_leader_releases_nothing_before_its_ledgers_are_stored_under_its_lead(self) -> None:
+        """A standby that takes over holds every pod (Rebuilding) until every ledger it relies on is written or
+        read back since it took the Lease; what it confirmed as a standby, or in an earlier term, counts for
+        nothing. It reads the stored ledgers again first."""
+        runtime, _ = loaded([*case_items("v08"), gated_pod("g")])
+        api = FakeApi(ledger_answers(runtime))
+        leading = False
+        writer = Writer(runtime, api, leads=lambda: leading)  # type: ignore[arg-type]
+        writer.just_listed = True  # the start's LIST
+        await writer.take_lead()  # a standby
+        await released_now(writer)
+        leading = True
+        await writer.take_lead()
+        await released_now(writer)
+        lists = [path for method, path, _ in api.calls if method == "LIST"]
+        assert ([], 1) == (api.released(), runtime.metrics.gated.labels("Rebuilding")._value.get())
+        assert ["/apis/draledger.dev/v1alpha1/nodeallocatableledgers"] == lists
+        writer.write_round()
+        await writer.drain()
+        await released_now(writer)
+        assert 1 == len(api.released())
+
+
+class TestApiServerAway:
+    async def test_a_write_that_cannot_reach_the_server_is_one_warning_naming_it(self) -> None:
+        """Connection refused: one warning line per node per backoff step, with the server, the cause and the
+        wait, and no traceback."""
+        runtime, clock = loaded(case_items("v08"))
+
+        def refused(method: str, path: str, body: Any) -> Any:
+            raise aiohttp.ClientConnectorError(
+                ConnectionKey("127.0.0.1", 1, False, False, None, None, None),  # type: ignore[arg-type]
+                ConnectionRefusedError(111, "Connect call failed"))
+
+        api = FakeApi(refused)
+        api.server = "https://127.0.0.1:1"  # type: ignore[attr-defined]
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        writer.just_listed = True
+        await writer.take_lead()
+        with structlog.testing.capture_logs() as logs:
+            writer.write_round()
+            await writer.drain()
+            clock.now += 1.0
+            writer.write_round()
+            await writer.drain()
+        failed = [entry for entry in logs if entry["event"] == "ledger write failed; will retry"]
+        assert [("n1", 0.5), ("n2", 0.5), ("n3", 0.5), ("n1", 1.0), ("n2", 1.0), ("n3", 1.0)] == [
+            (entry["node"], entry["retry_in"]) for entry in failed]
+        assert {("https://127.0.0.1:1", "connection refused", "warning")} == {
+            (entry["server"], entry["cause"], entry["log_level"]) for entry in failed}
+        assert not [entry for entry in logs if "exc_info" in entry or entry["log_level"] in ("error", "critical")]
+
+
+class TestStandingsStayCurrent:
+    @staticmethod
+    def rebuilt_whole(writer: Writer) -> tuple[dict[str, Any], list[str]]:
+        """The standings built from nothing: what the incremental ones must equal."""
+        from draledger.operator.gating import Releaser
+
+        fresh = Releaser(writer.runtime, writer.api, writer.stored, writer.flags)
+        fresh.computed, fresh.confirmed, fresh.demoting = writer.releaser.computed, writer.releaser.confirmed, \
+            writer.releaser.demoting
+        fresh.changed = set(fresh.computed)
+        standings = fresh.standings()
+        return dict(standings.nodes), list(standings.unsafe)
+
+    async def test_the_standings_built_node_by_node_equal_those_built_whole(self) -> None:
+        """After a node going NotReady, a stored ledger deleted and a freeze, each before and after the writer's
+        round, the standings kept node by node (only what changed is built again) equal those built from
+        nothing."""
+        runtime, _ = loaded([*case_items("v08"), gated_pod("g")])
+        api = FakeApi(ledger_answers(runtime))
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        await written(writer)
+        node = next(item for item in case_items("v08") if item["kind"] == "Node" and item["metadata"]["name"] == "n1")
+        steps = [
+            lambda: runtime.event("nodes", "MODIFIED", {**node, "status": {**node["status"], "conditions": [
+                {"type": "Ready", "status": "False", "reason": "KubeletDown"}]}}),
+            lambda: writer.stored.ledger_event("DELETED", {"metadata": {
+                "name": "n2", "uid": writer.stored.of("n2").uid}}),
+            lambda: writer.stored.ledger_event("MODIFIED", {"metadata": {
+                "name": "n3", "uid": writer.stored.of("n3").uid, "resourceVersion": "99999"},
+                "spec": {"frozen": True}, "status": {}}),
+        ]
+        for step in steps:
+            step()
+            writer.releaser.refresh()
+            incremental = writer.releaser.standings()
+            assert self.rebuilt_whole(writer) == (dict(incremental.nodes), list(incremental.unsafe))
+            writer.write_round()
+            await writer.drain()
+            writer.releaser.refresh()
+            incremental = writer.releaser.standings()
+            assert self.rebuilt_whole(writer) == (dict(incremental.nodes), list(incremental.unsafe))
+        assert ["n1", "n3"] == list(writer.releaser.standings().unsafe)  # n2's ledger was written again
+
+
 class TestReleaseAfterRebuild:
     async def test_an_overcommitted_node_is_not_vouched_for(self) -> None:
         """Only Ready ledgers take new claim pods: an Overcommitted node is kept away too."""
@@ -458,6 +559,20 @@ class TestReleaseNeedsEvidence:
         assert ["n7"] == requirement(patch)["values"]
         assert "n7@outside" == annotation(patch)
 
+
+    async def test_room_is_judged_in_what_the_scheduler_charges_too(self) -> None:
+        """The scheduler charges p1's claim 6 cpu from its status (the mapping was 1 when it was bound): n1 has 6
+        cpu free by the ledger's own count, but the scheduler binds only what fits in 1 (issue 23, item 7). A pod
+        pinned to n1 that needs 1.1 cpu is held, not released for the scheduler to refuse."""
+        items = case_items("v08")
+        for item in items:
+            if item["kind"] == "Pod" and item["metadata"]["name"] == "p1":
+                item["status"]["nodeAllocatableResourceClaimStatuses"][0]["resources"] = {"cpu": "6"}
+        runtime, _, api, writer = await self.ready([*items, allocated_claim("pre", "n1", "a1"), gated_pod("g", "pre")])
+        await released_now(writer)
+        line = writer.releaser.computed["n1"]
+        assert ([], 1) == (api.released(), runtime.metrics.gated.labels("NoRoom")._value.get())
+        assert (6000, 1000) == (line.free["cpu"], line.scheduler_free["cpu"])
 
     async def test_with_a_selector_a_pinned_node_never_seen_is_outside(self) -> None:
         """With ``--node-selector`` the API server never delivers the nodes outside it: a pod pinned to one the

@@ -14,7 +14,10 @@ import kopf
 import pytest
 
 from draledger.operator.config import OperatorConfig
+from draledger.operator.metrics import Metrics
 from draledger.operator.running import Operator
+from draledger.operator.runtime import Runtime
+from draledger.operator.writing import Writer
 
 CONFIG = OperatorConfig(server="http://127.0.0.1:9", metrics_host="127.0.0.1", metrics_port=0)
 
@@ -49,3 +52,22 @@ class TestStopFlag:
         operator = Operator(CONFIG, stop)
 
         assert stop is await kopf_flag(monkeypatch, operator)
+
+
+class TestCancellation:
+    """Found by bench_gate.py on a real control plane: a SIGTERM during a burst left the gate releaser running,
+    and the process was SIGKILLed 15 s later. On Python 3.11 ``asyncio.wait_for`` can lose a cancellation that
+    arrives while the awaited event is being set; the releaser then waited for ever."""
+
+    async def test_the_releaser_stops_when_cancelled_as_it_is_woken(self) -> None:
+        """The releaser waits to retry; it is woken and cancelled in the same moment: it stops."""
+        runtime = Runtime(OperatorConfig(), Metrics(), asyncio.get_running_loop().time)
+        releaser = Writer(runtime, None).releaser  # type: ignore[arg-type]
+        releaser.retry_soon = True  # its next wait is the timed one
+        task = asyncio.create_task(releaser.run())
+        await asyncio.sleep(0)
+        releaser.wake.set()
+        task.cancel()
+        done, _ = await asyncio.wait([task], timeout=2)
+        assert {task} == done
+        assert task.cancelled()

@@ -7,7 +7,10 @@ Rules:
    controller-manager under their own RBAC identities, ``--authorization-mode=Node,RBAC``, the production
    admission plugins plus NodeRestriction, and the same feature gates on every component.
 3. No kubelet: the controller-manager runs every default controller except ``node-lifecycle-controller``
-   (it would taint kubelet-less nodes); see cluster.py for how tests register Nodes.
+   (it would taint kubelet-less nodes); see cluster.py for how tests register Nodes. With ``real_nodes``
+   (tests/realnode, whose kubelets report) it runs every controller, the node lifecycle controller with a short
+   ``--node-monitor-grace-period``, and kube-apiserver gets a client certificate for kubelets (``kubectl
+   logs``) and the CA to verify their serving certificates.
 4. Each component runs in its own process group and writes stdout and stderr to ``<workdir>/logs/<name>.log``.
    A component that dies or is not ready by its deadline fails the start with the tail of its log and the
    log's path.
@@ -39,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from tests.realcluster import pki
 from tests.realcluster.cluster import Api, Credentials, wait_until
@@ -67,6 +70,10 @@ ADMISSION_PLUGINS = (
 # (DynamicResourceAllocation, InPlacePodVerticalScaling) is ever passed: an unknown gate stops a component.
 FEATURE_GATES = {"DRANodeAllocatableResources": True, "DRAConsumableCapacity": True}
 CONTROLLERS = "*,-node-lifecycle-controller"
+# With real kubelets (rule 3): every controller, and a node silent for NODE_MONITOR_GRACE s turns NotReady. The
+# kubelets of tests/realnode renew their Lease every 2 s (nodeLeaseDurationSeconds 8), so the grace is six renewals.
+REAL_NODE_CONTROLLERS = "*"
+NODE_MONITOR_GRACE = 12.0
 # Whose requests the audit log records (rule 6): the operator's ServiceAccount of manifests/base.
 AUDITED_USERS = ("system:serviceaccount:draledger-system:draledger",)
 
@@ -92,9 +99,27 @@ def tail(path: Path, lines: int = 30) -> str:
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG = 1
-_LIVE: set[ControlPlane] = set()
 _PREVIOUS: dict[int, Any] = {}
 _LOCK = threading.Lock()
+
+
+class Stoppable(Protocol):
+    """Anything ``stop_all`` stops: a control plane, a real node (tests/realnode)."""
+
+    def stop(self) -> None: ...
+
+
+_LIVE: dict[Stoppable, None] = {}  # in start order: stop_all stops the newest first
+
+
+def track(started: Stoppable) -> None:
+    """Have ``started`` stopped on SIGINT/SIGTERM and at exit (rule 5), before what was tracked earlier."""
+    _install_handlers()
+    _LIVE[started] = None
+
+
+def untrack(started: Stoppable) -> None:
+    _LIVE.pop(started, None)
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -102,9 +127,9 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 
 def stop_all() -> None:
-    """Stop every control plane this process started and has not stopped."""
-    for plane in list(_LIVE):
-        plane.stop()
+    """Stop every control plane (and real node) this process started and has not stopped, newest first."""
+    for started in reversed(list(_LIVE)):
+        started.stop()
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
@@ -127,6 +152,38 @@ def _install_handlers() -> None:
         atexit.register(stop_all)
 
 
+def spawn(args: list[str], log: Path, header: str, cwd: Path,
+          env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    """Start ``args`` in a process group of its own (rule 4), stdout and stderr appended to ``log`` after a
+    ``==== header`` line; from the main thread it also dies with this process (rule 5). The caller closes the
+    returned sink once the process is stopped."""
+    sink = log.open("ab")
+    sink.write(f"\n==== {header}: {' '.join(args)}\n".encode())
+    sink.flush()
+    main_thread = threading.current_thread() is threading.main_thread()
+    process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                               start_new_session=True, cwd=cwd, env=env,
+                               preexec_fn=_die_with_parent if main_thread else None)
+    return process, sink
+
+
+def await_process(name: str, process: subprocess.Popen[bytes], log: Path, ready: Callable[[], Any], what: str,
+                  within: float) -> None:
+    """Poll ``ready`` until it is truthy; StartError with the log's tail if ``process`` exits first or ``within``
+    s pass (a ``ready`` that raises OSError, ValueError or AssertionError counts as not ready yet)."""
+    deadline = time.monotonic() + within
+    while True:
+        code = process.poll()
+        if code is not None:
+            raise StartError(f"{name} exited with {code} before it was {what}; log {log}:\n{tail(log)}")
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            if ready():
+                return
+        if time.monotonic() > deadline:
+            raise StartError(f"{name} was not {what} within {within:.0f} s; log {log}:\n{tail(log)}")
+        time.sleep(POLL)
+
+
 @dataclass
 class Component:
     """One running binary."""
@@ -145,8 +202,12 @@ class ControlPlane:
     """etcd + kube-apiserver + kube-scheduler + kube-controller-manager of one release, in ``workdir``."""
 
     def __init__(self, release: Release, workdir: Path, *, feature_gates: dict[str, bool] | None = None,
-                 extra_args: dict[str, list[str]] | None = None) -> None:
+                 extra_args: dict[str, list[str]] | None = None, real_nodes: bool = False,
+                 node_monitor_grace: float = NODE_MONITOR_GRACE) -> None:
         self.release = release
+        self.real_nodes = real_nodes  # rule 3
+        self.node_monitor_grace = node_monitor_grace
+        self.kubelet_client: pki.ClientCert | None = None
         self.workdir = workdir
         self.logs = workdir / "logs"
         self.feature_gates = {**FEATURE_GATES, **(feature_gates or {})}
@@ -246,11 +307,13 @@ class ControlPlane:
 
     def start(self) -> None:
         """Start the four components in order, each ready before the next; on any failure stop them all."""
-        _install_handlers()
-        _LIVE.add(self)
+        track(self)
         try:
             self.logs.mkdir(parents=True, exist_ok=True)
             keys = self.pki = pki.generate(self.workdir / "pki")
+            if self.real_nodes:
+                self.kubelet_client = pki.issue_client(keys, self.workdir / "pki", "apiserver-kubelet-client",
+                                                       *pki.KUBELET_CLIENT)
             self._start("etcd", self._etcd_args, self._etcd_healthy)
             self._start("kube-apiserver", self._apiserver_args, self._apiserver_ready)
             pki.write_kubeconfig(self.kubeconfig, self.server, keys.ca_cert, keys.admin, "admin")
@@ -276,7 +339,7 @@ class ControlPlane:
             _, component = self.components.popitem()  # newest first
             _kill_group(component.process, STOP_GRACE)
             component.sink.close()
-        _LIVE.discard(self)
+        untrack(self)
 
     # -- starting one component
 
@@ -284,13 +347,7 @@ class ControlPlane:
         log = self.logs / f"{name}.log"
         for attempt in range(1, ATTEMPTS + 1):
             args = [str(self.release.binary(name)), *make_args(), *self.extra_args.get(name, [])]
-            sink = log.open("ab")
-            sink.write(f"\n==== attempt {attempt}: {' '.join(args)}\n".encode())
-            sink.flush()
-            main_thread = threading.current_thread() is threading.main_thread()
-            process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                                       start_new_session=True, cwd=self.workdir,
-                                       preexec_fn=_die_with_parent if main_thread else None)
+            process, sink = spawn(args, log, f"attempt {attempt}", self.workdir)
             self.components[name] = Component(name, process, log, sink, args)
             self.started_pids.append(process.pid)
             try:
@@ -305,19 +362,7 @@ class ControlPlane:
 
     def _await(self, name: str, ready: Callable[[], Any], what: str) -> None:
         component = self.components[name]
-        deadline = time.monotonic() + DEADLINES[name]
-        while True:
-            code = component.process.poll()
-            if code is not None:
-                raise StartError(f"{name} exited with {code} before it was {what}; log {component.log}:\n"
-                                 f"{tail(component.log)}")
-            with contextlib.suppress(OSError, ValueError, AssertionError):
-                if ready():
-                    return
-            if time.monotonic() > deadline:
-                raise StartError(f"{name} was not {what} within {DEADLINES[name]:.0f} s; log {component.log}:\n"
-                                 f"{tail(component.log)}")
-            time.sleep(POLL)
+        await_process(name, component.process, component.log, ready, what, DEADLINES[name])
 
     # -- etcd
 
@@ -366,7 +411,17 @@ class ControlPlane:
             f"--cert-dir={self.workdir / 'apiserver-certs'}",
             f"--audit-policy-file={self._audit_policy()}", f"--audit-log-path={self.audit_log}",
             "--audit-log-format=json", "--audit-log-mode=blocking",  # written before the answer: no waiting
+            *self._kubelet_client_args(),
         ]
+
+    def _kubelet_client_args(self) -> list[str]:
+        """How kube-apiserver reaches real kubelets (rule 3): its own client certificate, their serving CA."""
+        if self.kubelet_client is None or self.pki is None:
+            return []
+        return [f"--kubelet-client-certificate={self.kubelet_client.cert}",
+                f"--kubelet-client-key={self.kubelet_client.key}",
+                f"--kubelet-certificate-authority={self.pki.ca_cert}",
+                "--kubelet-preferred-address-types=InternalIP,Hostname"]
 
     def _audit_policy(self) -> Path:
         """Metadata (who, what, the answer's code; no bodies) for ``AUDITED_USERS``, nothing for anyone else."""
@@ -403,7 +458,9 @@ class ControlPlane:
         ]
         if stem == "controller-manager":
             args += [
-                f"--controllers={CONTROLLERS}",
+                f"--controllers={REAL_NODE_CONTROLLERS if self.real_nodes else CONTROLLERS}",
+                *([f"--node-monitor-grace-period={self.node_monitor_grace:g}s", "--node-monitor-period=1s"]
+                  if self.real_nodes else []),
                 "--use-service-account-credentials=true",  # each controller under its bootstrap RBAC role
                 f"--service-account-private-key-file={self.pki.service_account_key}",
                 f"--root-ca-file={self.pki.ca_cert}",

@@ -11,6 +11,9 @@ Rules:
 3. The service-account key pair is separate from the CA (the apiserver verifies and signs tokens with it, the
    controller-manager signs the legacy token secrets with it).
 4. Files only, in the directory given; private keys are written 0600. Nothing here starts a process.
+5. A real node (tests/realnode) gets its certificates from the same CA, after the start: ``issue_client`` for
+   the kubelet (``system:node:<name>``) and for kube-apiserver towards kubelets, ``issue_serving`` for the
+   kubelet's port.
 """
 
 from __future__ import annotations
@@ -180,3 +183,36 @@ def serving_certificate(directory: Path, ip: str = "127.0.0.1") -> ServingPair:
     sans: list[x509.GeneralName] = [x509.IPAddress(ipaddress.ip_address(ip)), x509.DNSName("localhost")]
     leaf = _leaf(directory, "tls", ca, ca_key, _name("draledger-webhook"), ExtendedKeyUsageOID.SERVER_AUTH, sans)
     return ServingPair(directory / "ca.crt", leaf.cert, leaf.key)
+
+
+# ------------------------------------------------------------------ a real node's identities (tests/realnode)
+
+KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ("system:masters",))  # kubeadm's apiserver -> kubelet identity
+
+
+def _load_ca(keys: Pki) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    ca = x509.load_pem_x509_certificate(keys.ca_cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(keys.ca_key.read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    return ca, ca_key
+
+
+def issue_client(keys: Pki, directory: Path, stem: str, common_name: str,
+                 organizations: tuple[str, ...] = ()) -> ClientCert:
+    """A client certificate signed by the control plane's CA: user ``common_name`` in groups ``organizations``.
+
+    A kubelet's is ``system:node:<name>`` in ``system:nodes``, the identity the Node authorizer and the
+    NodeRestriction admission plugin know; kube-apiserver's towards kubelets is ``KUBELET_CLIENT``.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    ca, ca_key = _load_ca(keys)
+    return _leaf(directory, stem, ca, ca_key, _name(common_name, organizations), ExtendedKeyUsageOID.CLIENT_AUTH)
+
+
+def issue_serving(keys: Pki, directory: Path, stem: str, common_name: str, ip: str = "127.0.0.1") -> ClientCert:
+    """A serving certificate for ``ip`` and localhost signed by the control plane's CA (a kubelet's, so that
+    kube-apiserver verifies it with ``--kubelet-certificate-authority``)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca, ca_key = _load_ca(keys)
+    sans: list[x509.GeneralName] = [x509.IPAddress(ipaddress.ip_address(ip)), x509.DNSName("localhost")]
+    return _leaf(directory, stem, ca, ca_key, _name(common_name), ExtendedKeyUsageOID.SERVER_AUTH, sans)

@@ -119,7 +119,8 @@ class TestLeastPrivilege:
         done = {(event["verb"], event["objectRef"].get("resource", ""), event["objectRef"].get("subresource", ""))
                 for event in started if "objectRef" in event and event.get("responseStatus", {}).get("code", 500) < 300}
         assert ready == released["spec"]["nodeName"] == backfilled["spec"]["nodeName"]
-        assert "held by draledger.dev/ledger-ready: no node's ledger is Ready" == events[0]["message"]
+        both = ", ".join(f"{node} (Frozen)" for node in sorted(site.nodes))
+        assert f"held by draledger.dev/ledger-ready: no node's ledger is Ready: {both}" == events[0]["message"]
         assert "True" == condition(ledger(api, ready), "PodStatusBackfill").get("status")
         assert set() == DUTIES - done
         assert [] == refusals(seen)

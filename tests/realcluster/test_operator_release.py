@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from draledger.core.records import ANNOTATION as RECORD
 from tests.realcluster.cluster import JSON_PATCH, wait_until
 from tests.realcluster.launcher import ControlPlane
 from tests.realcluster.operating import (
@@ -74,8 +75,11 @@ class TestRelease:
                      if key not in ("schedulingGates", "affinity")}
         assert {key: value for key, value in created["spec"].items()
                 if key not in ("schedulingGates", "affinity")} == unchanged
-        for field in ("labels", "annotations", "finalizers", "ownerReferences"):
+        for field in ("labels", "finalizers", "ownerReferences"):
             assert created["metadata"].get(field) == released["metadata"].get(field), field
+        record = released["metadata"]["annotations"].pop(RECORD)
+        assert (created["metadata"].get("annotations") or {}) == released["metadata"]["annotations"]
+        assert record.startswith("*@resourceVersion=")  # placed by the scheduler, on ledgers stored Ready
         assert not released["spec"].get("nodeName")  # still held by the other controller's gate
 
         api.patch(site.pod_path("app"), [{"op": "remove", "path": "/spec/schedulingGates/0"}], JSON_PATCH)

@@ -50,8 +50,8 @@ def _paint_phase(column: int, text: str) -> str:
 
 
 def ledger_table(ledgers: Sequence[dict[str, Any]], numa: bool = False, coloured: bool = False) -> str:
-    """One row a node (``audit -o table``); ``numa`` adds one row per zone below its node; ``coloured``
-    colours the phases (for a terminal: see commands/colour.py)."""
+    """One row a node (``audit -o table``), ending with the release whose rules it follows; ``numa`` adds one row
+    per zone below its node; ``coloured`` colours the phases (for a terminal: see commands/colour.py)."""
     headers = (
         "NAME",
         "PHASE",
@@ -61,6 +61,7 @@ def ledger_table(ledgers: Sequence[dict[str, Any]], numa: bool = False, coloured
         "CLAIMS",
         "SCHEDULER",
         "PROBLEMS",
+        "RELEASE",
     )
     rows: list[list[str]] = []
     for ledger in ledgers:
@@ -78,6 +79,7 @@ def ledger_table(ledgers: Sequence[dict[str, Any]], numa: bool = False, coloured
                 str(status["claimCount"]),
                 "InSync" if sync and sync["status"] == "True" else "Diverged",
                 str(problem_count(status)),
+                str(status.get("release") or "-"),
             ]
         )
         if numa:
@@ -93,6 +95,7 @@ def ledger_table(ledgers: Sequence[dict[str, Any]], numa: bool = False, coloured
                         _pair(zres, "cpu", "claims", "capacity"),
                         _pair(zres, "memory", "claims", "capacity"),
                         zother or "-",
+                        "",
                         "",
                         "",
                         "",

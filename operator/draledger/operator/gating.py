@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from draledger.operator.runtime import Runtime
 
 log = structlog.get_logger("draledger")
+RELEASE_BATCH = 0.005  # seconds a woken releaser lets the events of a burst gather before its pass (rule 1)
 RELEASE_CONCURRENCY = 4  # gate patches in flight at once (rule 2): more lets decisions age in the server's queue
 RELEASE_RETRY = 1.0  # seconds before a pass that met a failed patch or an unhealthy stream runs again
 RENEWAL_RETRY = 0.1  # seconds before a pass that waited for a watch request being renewed runs again
@@ -83,6 +84,12 @@ class Releaser:
         self.demoting: set[str] = set()  # nodes whose write of a non-Ready ledger is in flight (rule 4)
         self.computed: dict[str, Computed] = {}
         self.confirmed: dict[str, int] = {}  # node -> the generation its stored ledger holds (writer's word)
+        # Each node's standing, built again only for the nodes ``changed`` since (``standings``).
+        self._standings: dict[str, NodeStanding] = {}
+        self._unsafe: set[str] = set()
+        self._unsafe_sorted: list[str] = []
+        self._revision = ""
+        self.changed: set[str] = set()
         self.ready = asyncio.Event()  # the writer's term is written (rule 3)
         self.wake = runtime.release_wakeup
         self.released: dict[PodKey, PodView] = {}
@@ -105,17 +112,31 @@ class Releaser:
             self.confirmed.pop(node, None)
         else:
             self.computed[node] = Computed(ledger, generation)
+        self.changed.add(node)
 
     def confirm(self, node: str, generation: int) -> None:
         """The node's stored ledger holds what was computed at ``generation`` (written, or found equal)."""
         if generation > self.confirmed.get(node, -1):
             self.confirmed[node] = generation
+        self.changed.add(node)
         if self.runtime.state.held:
             self.wake.set()
+
+    def demote(self, node: str) -> None:
+        """A write that stops the node's ledger vouching is about to be sent (rule 4)."""
+        self.demoting.add(node)
+        self.changed.add(node)
+
+    def demoted(self, node: str) -> None:
+        """That write is answered (or failed): the stored ledger says what it says."""
+        if node in self.demoting:
+            self.demoting.discard(node)
+            self.changed.add(node)
 
     def forget_confirmations(self) -> None:
         """A new term (a takeover, a lost lead): what was confirmed before says nothing now."""
         self.confirmed.clear()
+        self.changed.update(self.computed)
         self.ready.clear()
 
     async def quiet(self, node: str) -> None:
@@ -131,8 +152,11 @@ class Releaser:
         """Compute again every node marked since it was last computed; forget nodes that are gone."""
         runtime = self.runtime
         generations, nodes, computed = runtime.generations, runtime.state.nodes, self.computed
-        for node in [n for n in computed if n not in nodes]:
-            del computed[node]
+        changed = self.changed
+        if len(computed) != len(nodes):
+            for node in [n for n in computed if n not in nodes]:
+                del computed[node]
+                changed.add(node)
         for node in nodes:
             generation = generations.get(node, 0)
             known = computed.get(node)
@@ -140,27 +164,47 @@ class Releaser:
                 ledger = runtime.state.ledger(NodeName(node), self.flags(node))
                 if ledger is not None:
                     computed[node] = Computed(ledger, generation)
+                    changed.add(node)
 
     def standings(self) -> Standings:
-        """Every node of ours now: computed (``refresh`` first) and stored (the mirror), with rule 4's demotions."""
-        stored, confirmed, demoting = self.stored.by_node, self.confirmed, self.demoting
-        nodes: dict[str, NodeStanding] = {}
-        revision = ""
-        for node, known in self.computed.items():
+        """Every node of ours now: computed (``refresh`` first) and stored (the mirror), with rule 4's demotions.
+        Only the nodes changed since the last look are built again: a pass costs what changed, not the cluster."""
+        stored, confirmed, demoting, computed = self.stored.by_node, self.confirmed, self.demoting, self.computed
+        cache, unsafe = self._standings, self._unsafe
+        changed, self.changed = self.changed, set()
+        unsafe_before = len(unsafe)
+        unsafe_moved = False
+        for node in changed:
+            known = computed.get(node)
+            if known is None:
+                cache.pop(node, None)
+                if node in unsafe:
+                    unsafe.discard(node)
+                    unsafe_moved = True
+                continue
             record = stored.get(node)
             stored_phase = record.phase if record is not None and record.exists and record.has_status else ""
             if node in demoting:
                 stored_phase = ""  # its Ready is being taken back: it vouches for nothing now
-            nodes[node] = NodeStanding(
+            standing = cache[node] = NodeStanding(
                 known.phase, known.free, known.scheduler_free, stored_phase,
                 record.ledger_version if record is not None else 0,
                 confirmed.get(node) == known.generation,
             )
-            if stored_phase and record is not None and record.resource_version and (
-                not revision or newer(record.resource_version, revision)
+            if standing.vouched:
+                if node in unsafe:
+                    unsafe.discard(node)
+                    unsafe_moved = True
+            elif node not in unsafe:
+                unsafe.add(node)
+                unsafe_moved = True
+            if record is not None and stored_phase and record.resource_version and (
+                not self._revision or newer(record.resource_version, self._revision)
             ):
-                revision = record.resource_version
-        return Standings(nodes, revision)
+                self._revision = record.resource_version
+        if unsafe_moved or len(unsafe) != unsafe_before:
+            self._unsafe_sorted = sorted(unsafe)
+        return Standings(cache, self._unsafe_sorted, self._revision)
 
     def waiting(self) -> list[PodKey]:
         """The held pods to look at, in order; a released pod whose view changed since is forgotten."""
@@ -174,9 +218,11 @@ class Releaser:
         while True:
             if self.retry_soon:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), timeout=self.retry_in)
+                    async with asyncio.timeout(self.retry_in):  # not wait_for: on 3.11 it can lose a cancellation
+                        await self.wake.wait()
             else:
                 await self.wake.wait()
+            await asyncio.sleep(RELEASE_BATCH)  # what else a burst brings joins this pass
             self.wake.clear()
             try:
                 await self.release_pass()

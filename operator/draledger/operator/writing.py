@@ -264,7 +264,8 @@ class Writer:
             return
         delay = max(0.0, min(waiting) - runtime.clock())
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(runtime.wakeup.wait(), timeout=delay)
+            async with asyncio.timeout(delay):  # not wait_for: on 3.11 it can lose a cancellation (the stop's)
+                await runtime.wakeup.wait()
 
     def _due(self, now: float) -> list[str]:
         """The dirty nodes to plan now: not written at this moment, not waiting out a backoff."""
@@ -293,7 +294,7 @@ class Writer:
                 self._answered(node)
                 return
         elif plan.ledger.phase != SAFE and self.stored.of(node).phase == SAFE:
-            self.releaser.demoting.add(node)  # rule 10: it stops vouching; releases wait for the answer
+            self.releaser.demote(node)  # rule 10: it stops vouching; releases wait for the answer
         task = asyncio.create_task(self._write_task(node, plan), name=f"draledger-write-{node}")
         self.inflight[node] = task
 
@@ -317,7 +318,7 @@ class Writer:
             self._succeeded(node)
         finally:
             self.inflight.pop(node, None)
-            self.releaser.demoting.discard(node)
+            self.releaser.demoted(node)
             self._answered(node)
             if node in runtime.dirty:
                 if node in self.urgent and self.retry_at.get(node, 0.0) <= runtime.clock():

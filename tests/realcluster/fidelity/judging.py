@@ -1,48 +1,52 @@
 """Judging the project against what the real scheduler did with one case: every difference is a disagreement.
 
-Rules (issue 12, "Fidelity, differentially"):
-1. Statuses: for every pod the scheduler bound, what the project would write as its
+Rules (issue 12, "Fidelity, differentially"; issue 23):
+1. Statuses: for every pod the scheduler bound with its gate on, what the project would write as its
    ``status.nodeAllocatableResourceClaimStatuses`` (``accounting.statuses.planned_statuses``) equals what the
    scheduler wrote: same claims, same containers in the same order, quantities equal as numbers (the API server
-   canonicalises quantities, so a backfill lands in the server's notation whatever we send).
-2. Charges: every ledger's ``schedulerCharged`` equals the sum of the scheduler's statuses on its node, and its
-   ``claims`` equal that (the ledger counts what the scheduler charged: ``SchedulerInSync``).
-3. Fit: a pod the scheduler left unschedulable with ``Insufficient <r>`` is one the ledger says does not fit on its
-   node: the ledger of the node with that pod bound there, its claims allocated as the scheduler would (any free
-   devices of the right class: they all map alike, generating rule 2), has ``free_units[r] < 0``. A node with only
-   scheduler-bound pods always fits. Judged in the scheduler's integer units. A pod the scheduler cannot bind
-   (its PreBind fails, e.g. kube-scheduler v1.37.2 writes a container twice in the claim statuses of a container
-   that names one claim through two requests, which the API server refuses as ``Duplicate value``) is retried
-   for ever and charged by the scheduler while each attempt holds it (assumed), never by the ledger (it is not
+   canonicalises quantities, so a backfill lands in the server's notation whatever we send). Pods bound by
+   ``nodeName``, while the scheduler's gate was off, or by v1.36.3 with claims allocated in an earlier attempt got
+   no status from it (they are "uncharged").
+2. Charges: every ledger's ``schedulerCharged`` equals the sum of the scheduler's statuses on its node; its
+   ``claims`` equal that plus what the project plans for the node's uncharged pods; where there are none, the
+   ledger's own account and the scheduler's agree (``free_units == scheduler_free_units``); the scheduler's own
+   bindings fit in its own account (``scheduler_free_units >= 0``) unless a kubelet admitted a resize or pods
+   were bound while the gate was off.
+3. Fit: a pod the scheduler left unschedulable with ``Insufficient <r>`` needs more than the scheduler's account
+   leaves (``scheduler_free_units``) by the ledger: its footprint, with its claims allocated as the scheduler would
+   (fidelity/allocating.py), in the scheduler's integer units. A pod the scheduler cannot bind (its PreBind fails
+   for ever, e.g. v1.37.2 writes a container twice in the claim statuses, which the API refuses as ``Duplicate
+   value``) is charged by the scheduler while each attempt holds it (assumed), never by the ledger (it is not
    bound): a refusal that such pods on the node explain, counted as bound, is no disagreement.
-4. Probes: a claim-free pod asking for a node's ``free_units + 1`` is refused as ``Insufficient``; one asking for
-   exactly ``free_units`` is bound (rule 4 of ``running``).
-5. Rejections: every object the real API refused, fed to ``audit`` as part of its case's dump, is named by a
-   problem; and no object the API accepted is refused by the project (only flagged).
+4. Probes: a claim-free pod asking for one unit more than ``scheduler_free_units`` is refused as ``Insufficient``;
+   one asking for exactly that is bound, unless a pod the scheduler keeps failing to bind is assumed on the node.
+5. Rejections, zones, pools and the incomplete-pool window: fidelity/shaping.py; ``judge`` applies them all.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, Decimal
+from decimal import Decimal
 from typing import Any
 
 from draledger.core.accounting.ledger import Flags, Ledger
 from draledger.core.accounting.statuses import planned_statuses
-from draledger.core.loading import Loaded, all_problems, load
+from draledger.core.loading import Loaded, load
 from draledger.core.quantities import parse_quantity
-from tests.realcluster.fidelity.generating import NUMA_ATTRIBUTES, Case
-from tests.realcluster.fidelity.running import Outcome
+from tests.realcluster.fidelity.allocating import would_be
+from tests.realcluster.fidelity.devices import NUMA_ATTRIBUTES
+from tests.realcluster.fidelity.running import PROBE_LABEL, Outcome
 
 FLAGS = Flags()
-PROBE_RESOURCES = ("cpu", "memory")
+NODE_LABEL = "fidelity.draledger.dev/node"
+FIT_RESOURCES = ("cpu", "memory", "ephemeral-storage", "hugepages-2Mi", "hugepages-1Gi")
 
 
 @dataclass(frozen=True, slots=True)
 class Disagreement:
     case: str
-    rule: str  # statuses | charges | fit | probe | rejection
+    rule: str  # statuses | charges | fit | probe | rejection | zones | pools | window
     subject: str  # the pod, node or object
     detail: str
 
@@ -83,17 +87,50 @@ def _numbers(entries: Any) -> list[Any]:
     return sorted(out, key=lambda e: str(e["claim"]))
 
 
+def _retried_v136(outcome: Outcome) -> set[str]:
+    """v1.36.3's pods bound on a later attempt than the one that allocated their claims: two ``spec.resourceClaims``
+    entries naming one claim fail the first PreBind (the second reservation is a ``Duplicate value``) after the
+    first reservation was written, and the next attempt binds the pod with its claim allocated before: v1.36.3
+    writes status entries only for claims allocated in the pod's own cycle (docs/accounting.md lists both)."""
+    if outcome.case.release != "v1.36":
+        return set()
+    out = set()
+    for pod in outcome.dump:
+        if pod["kind"] != "Pod" or not pod["spec"].get("nodeName") or (pod.get("status") or {}).get(
+                "nodeAllocatableResourceClaimStatuses"):
+            continue
+        named = [c.get("resourceClaimName") for c in pod["spec"].get("resourceClaims") or () if c.get(
+            "resourceClaimName")]
+        if len(named) != len(set(named)):
+            out.add(pod["metadata"]["name"])
+    return out
+
+
+def uncharged(outcome: Outcome) -> set[str]:
+    """Rule 1: the bound pods the scheduler never charged for their claims."""
+    outside = {o["metadata"]["name"] for o in outcome.case.later.get("outside", ())}
+    return outside | outcome.gate_off | _retried_v136(outcome)
+
+
+def _shares_with(pod: Any, state: Any, skipped: set[str]) -> bool:
+    """Whether the pod shares a claim with an uncharged pod: a mapped claim shared across pods has no single right
+    status (``planned_statuses`` rule 5), and the scheduler, which never saw the other pod, wrote one."""
+    return any(other[1] in skipped for claim in pod.claims if claim.claim_name
+               for other in state.objects.consumers((pod.namespace, claim.claim_name)) if other != pod.key)
+
+
 def judge_statuses(outcome: Outcome) -> list[Disagreement]:
     state = loaded(outcome.dump, outcome.case.release).state
+    skipped = uncharged(outcome)
     found = []
     for (ns, name), pod in sorted(state.pods.items()):
-        if not pod.node_name or name.startswith("probe-"):
+        if not pod.node_name or name.startswith("probe-") or name in skipped:
             continue
         raw = next(p for p in outcome.dump if p["kind"] == "Pod" and p["metadata"]["name"] == name)
         actual = raw.get("status", {}).get("nodeAllocatableResourceClaimStatuses")
         planned = planned_statuses(pod, state.uses(pod), state.release)
         if planned is None:
-            if actual:
+            if actual and not _shares_with(pod, state, skipped):
                 found.append(Disagreement(ns, "statuses", f"Pod/{name}", f"the project is unsure; scheduler: {actual}"))
             continue
         if _numbers(planned) != _numbers(actual):
@@ -101,38 +138,63 @@ def judge_statuses(outcome: Outcome) -> list[Disagreement]:
     return found
 
 
+def _entry_charge(entry: dict[str, Any]) -> dict[str, Decimal]:
+    amounts = {k: parse_quantity(v).value for k, v in (entry.get("resources") or {}).items()}
+    for m in entry.get("mapping") or []:
+        amounts[m["name"]] = amounts.get(m["name"], Decimal(0)) + parse_quantity(m["quantity"]).value
+    for o in entry.get("overhead") or []:
+        extra = parse_quantity(o.get("perPod", "0")).value + parse_quantity(
+            o.get("perContainer", "0")).value * len(entry.get("containers") or [])
+        amounts[o["name"]] = amounts.get(o["name"], Decimal(0)) + extra
+    return amounts
+
+
 def judge_charges(outcome: Outcome) -> list[Disagreement]:
-    found = []
+    """Rule 2."""
+    found, case = [], outcome.case
+    state = loaded(outcome.dump, case.release).state
+    skipped = uncharged(outcome)
     charged: dict[tuple[str, str], Decimal] = {}
+    planned: dict[tuple[str, str], Decimal] = {}
+    unsure: set[str] = set()
     for pod in outcome.dump:
-        if pod["kind"] != "Pod" or not pod["spec"].get("nodeName"):
+        node = pod["spec"].get("nodeName") if pod["kind"] == "Pod" else None
+        if not node:
             continue
-        for entry in pod.get("status", {}).get("nodeAllocatableResourceClaimStatuses") or []:
-            amounts = {k: parse_quantity(v).value for k, v in (entry.get("resources") or {}).items()}
-            for m in entry.get("mapping") or []:
-                amounts[m["name"]] = amounts.get(m["name"], Decimal(0)) + parse_quantity(m["quantity"]).value
-            for o in entry.get("overhead") or []:
-                extra = parse_quantity(o.get("perPod", "0")).value + parse_quantity(
-                    o.get("perContainer", "0")).value * len(entry.get("containers") or [])
-                amounts[o["name"]] = amounts.get(o["name"], Decimal(0)) + extra
-            for resource, value in amounts.items():
-                key = (pod["spec"]["nodeName"], resource)
-                charged[key] = charged.get(key, Decimal(0)) + value
-    for node, ledger in sorted(ledgers(outcome.dump, outcome.case.release).items()):
+        entries = pod.get("status", {}).get("nodeAllocatableResourceClaimStatuses") or []
+        name = pod["metadata"]["name"]
+        if name in skipped:
+            view = state.pods[(case.namespace, name)]
+            plan = planned_statuses(view, state.uses(view), state.release)
+            if plan is None:
+                unsure.add(node)
+            entries = plan or []
+        for entry in entries:
+            into = planned if name in skipped else charged
+            for resource, value in _entry_charge(entry).items():
+                into[(node, resource)] = into.get((node, resource), Decimal(0)) + value
+    resized = {p["spec"].get("nodeName") for p in outcome.dump if p["kind"] == "Pod"
+               and p["metadata"]["name"] in case.resizes}
+    off = {p["spec"].get("nodeName") for p in outcome.dump if p["kind"] == "Pod" and p["metadata"]["name"] in skipped}
+    for node, ledger in sorted(ledgers(outcome.dump, case.release).items()):
         for resource, line in ledger.resources.items():
-            expected = charged.get((node, resource), Decimal(0))
-            if line.scheduler_charged.value != expected:
-                found.append(Disagreement(outcome.case.namespace, "charges", f"Node/{node}",
-                                          f"{resource}: schedulerCharged {line.scheduler_charged} != {expected}"))
-            if line.claims.value != expected:
-                found.append(Disagreement(outcome.case.namespace, "charges", f"Node/{node}",
-                                          f"{resource}: ledger claims {line.claims} != scheduler {expected}"))
-        resized = bool(outcome.case.resizes)
-        for resource, line in ledger.resources.items():
-            if line.free_units < 0 and not resized:  # a resize is admitted by the kubelet, not the scheduler
-                found.append(Disagreement(outcome.case.namespace, "fit", f"Node/{node}",
+            scheduler = charged.get((node, resource), Decimal(0))
+            expected = scheduler + planned.get((node, resource), Decimal(0))
+            if line.scheduler_charged.value != scheduler:
+                found.append(Disagreement(case.namespace, "charges", f"Node/{node}",
+                                          f"{resource}: schedulerCharged {line.scheduler_charged} != {scheduler}"))
+            if node not in unsure and line.claims.value != expected:
+                found.append(Disagreement(case.namespace, "charges", f"Node/{node}",
+                                          f"{resource}: ledger claims {line.claims} != scheduler {scheduler}"
+                                          f" + planned for uncharged pods {expected - scheduler}"))
+            if node not in off and line.free_units != line.scheduler_free_units:
+                found.append(Disagreement(case.namespace, "charges", f"Node/{node}",
+                                          f"{resource}: free {line.free_units} != what the scheduler leaves "
+                                          f"{line.scheduler_free_units}, with no pod it did not charge"))
+            if line.scheduler_free_units < 0 and node not in resized | off:
+                found.append(Disagreement(case.namespace, "fit", f"Node/{node}",
                                           f"{resource}: the ledger says the scheduler's own bindings do not fit "
-                                          f"({line.requested_units} > {line.allocatable_units})"))
+                                          f"({line.scheduler_requested_units} > {line.allocatable_units})"))
     return found
 
 
@@ -143,156 +205,75 @@ def _unschedulable(pod: dict[str, Any]) -> str:
     return ""
 
 
-def _consumed(device: dict[str, Any], key: str, requested: str | None) -> str:
-    """consumedCapacity as the allocator computes it (structured/internal/*/consumable_capacity.go, roundUpRange
-    without DRAFractionalCapacityRange): the default when nothing is asked; else, at least the range's minimum,
-    rounded up in whole units (``Value()``, which rounds up) to the next step above the minimum."""
-    capacity = device["capacity"][key]
-    policy = capacity.get("requestPolicy") or {}
-    if requested is None:
-        return str(policy.get("default") or capacity["value"])
-    want = parse_quantity(requested).value
-    valid = policy.get("validRange") or {}
-    low = parse_quantity(valid.get("min", "0")).value
-    if want < low:
-        return str(valid.get("min"))
-    if not valid.get("step"):
-        return requested
-
-    def whole(value: Decimal) -> int:
-        return int(value.to_integral_value(rounding=ROUND_CEILING))
-
-    step, base = whole(parse_quantity(valid["step"]).value), whole(low)
-    added = whole(want) - base
-    return str(base + -(-added // step) * step)
-
-
-def would_be(case: Case, outcome: Outcome, pod: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The case's dump with ``pod`` bound to its node and its claims allocated on free devices of their class
-    (None when the devices do not suffice: the scheduler could not allocate either)."""
-    items = copy.deepcopy(outcome.dump)
-    node = pod["spec"]["nodeSelector"]["fidelity.draledger.dev/node"]
-    used = {(r["pool"], r["device"]) for c in items if c["kind"] == "ResourceClaim"
-            for r in (c.get("status", {}).get("allocation") or {}).get("devices", {}).get("results", [])}
-    devices = [(s["spec"]["pool"]["name"], d) for s in items if s["kind"] == "ResourceSlice"
-               and s["spec"]["nodeName"] == node for d in s["spec"]["devices"]]
-    by_name = {(c["metadata"]["name"]): c for c in items if c["kind"] == "ResourceClaim"}
-    for pod_claim in pod["spec"].get("resourceClaims") or []:
-        name = pod_claim.get("resourceClaimName") or next(
-            (s.get("resourceClaimName") for s in pod.get("status", {}).get("resourceClaimStatuses") or []
-             if s["name"] == pod_claim["name"]), None)
-        claim = by_name.get(name or "")
-        if claim is None or (claim.get("status") or {}).get("allocation"):
-            continue
-        results = []
-        for request in claim["spec"]["devices"]["requests"]:
-            exact = request["exactly"]
-            kind = exact["deviceClassName"].rsplit("-", 1)[1]  # classes are named <namespace>-<kind>
-            for _ in range(exact.get("count", 1)):
-                free = [(pool, d) for pool, d in devices if d["attributes"]["kind"]["string"] == kind
-                        and (d.get("allowMultipleAllocations") or (pool, d["name"]) not in used)]
-                if not free:
-                    return None
-                pool, device = free[0]
-                used.add((pool, device["name"]))
-                result: dict[str, Any] = {"request": request["name"], "driver": case.driver, "pool": pool,
-                                          "device": device["name"]}
-                if device.get("allowMultipleAllocations"):
-                    asked = (exact.get("capacity") or {}).get("requests") or {}
-                    result["consumedCapacity"] = {key: _consumed(device, key, asked.get(key))
-                                                  for key in device["capacity"]}
-                results.append(result)
-        claim.setdefault("status", {})["allocation"] = {"devices": {"results": results}}
-    for item in items:
-        if item["kind"] == "Pod" and item["metadata"]["name"] == pod["metadata"]["name"]:
-            item["spec"]["nodeName"] = node
-            item.setdefault("status", {})["phase"] = "Pending"
-    return items
-
-
-def _stuck_in_prebind(outcome: Outcome, node: str) -> list[str]:
+def stuck_in_prebind(dump: list[dict[str, Any]], node: str) -> list[str]:
     """The unbound pods for ``node`` whose binding fails at PreBind (the scheduler assumes them, rule 3)."""
-    return [pod["metadata"]["name"] for pod in outcome.dump
+    return [pod["metadata"]["name"] for pod in dump
             if pod["kind"] == "Pod" and not pod["spec"].get("nodeName")
-            and (pod["spec"].get("nodeSelector") or {}).get("fidelity.draledger.dev/node") == node
+            and (pod["spec"].get("nodeSelector") or {}).get(NODE_LABEL) == node
             and "running PreBind plugin" in _unschedulable(pod)]
 
 
 def _bound(items: list[dict[str, Any]], names: list[str], node: str) -> list[dict[str, Any]]:
+    items = copy.deepcopy(items)
     for item in items:
         if item["kind"] == "Pod" and item["metadata"]["name"] in names:
             item["spec"]["nodeName"] = node
     return items
 
 
+def extended_classes(outcome: Outcome) -> dict[str, str]:
+    """The case's extended resource name -> the DeviceClass of the kind it selects (``<ns>-<kind>``)."""
+    return {o["spec"]["extendedResourceName"]: o["metadata"]["name"].removesuffix("-ext")
+            for o in outcome.case.objects if o["kind"] == "DeviceClass" and o["spec"].get("extendedResourceName")}
+
+
 def judge_fit(outcome: Outcome) -> list[Disagreement]:
-    found = []
+    """Rule 3."""
+    found, release = [], outcome.case.release
+    before = ledgers(outcome.dump, release)
     for pod in outcome.dump:
         if pod["kind"] != "Pod" or pod["spec"].get("nodeName") or pod["metadata"]["name"].startswith("probe-"):
             continue
         message = _unschedulable(pod)
-        insufficient = sorted({r for r in ("cpu", "memory", "ephemeral-storage", "hugepages-2Mi", "hugepages-1Gi")
-                               if f"Insufficient {r}" in message})
+        insufficient = sorted({r for r in FIT_RESOURCES if f"Insufficient {r}" in message})
         if not insufficient:
             continue
-        items = would_be(outcome.case, outcome, pod)
+        items = would_be(outcome.dump, pod, extended_classes(outcome))
         if items is None:
             continue
-        node = pod["spec"]["nodeSelector"]["fidelity.draledger.dev/node"]
-        ledger = ledgers(items, outcome.case.release)[node]
-        stuck = _stuck_in_prebind(outcome, node)
-        assumed = ledgers(_bound(items, stuck, node), outcome.case.release)[node] if stuck else ledger
+        node = pod["spec"]["nodeSelector"][NODE_LABEL]
+        after = ledgers(items, release)[node]
+        stuck = stuck_in_prebind(outcome.dump, node)
+        assumed = ledgers(_bound(outcome.dump, stuck, node), release)[node] if stuck else before[node]
         for resource in insufficient:
-            line = ledger.resources.get(resource)
-            explained = assumed.resources.get(resource)
-            if explained is not None and explained.free_units < 0 <= (line.free_units if line else 0):
-                continue  # the scheduler charged a pod it keeps failing to bind (rule 3)
-            if line is None or line.free_units >= 0:
+            line, was = after.resources.get(resource), before[node].resources.get(resource)
+            need = (line.requested_units if line else 0) - (was.requested_units if was else 0)
+            left = was.scheduler_free_units if was else (line.allocatable_units if line else 0)
+            held = assumed.resources.get(resource)
+            if stuck and held is not None and need > held.free_units:
+                continue  # the scheduler charged a pod it keeps failing to bind, with its claims (rule 3)
+            if need <= left:
                 found.append(Disagreement(outcome.case.namespace, "fit", f"Pod/{pod['metadata']['name']}",
                                           f"scheduler: Insufficient {resource}; the ledger says it fits "
-                                          f"({line.free_units if line else 'no line'} left in scheduler units)"))
+                                          f"(needs {need}, {left} left in scheduler units)"))
     return found
 
 
 def judge_probes(outcome: Outcome) -> list[Disagreement]:
+    """Rule 4."""
     found = []
     for probe in outcome.probes:
         name = probe["metadata"]["name"]
-        resource = next(iter(probe["spec"]["containers"][0]["resources"]["requests"]))
+        resource = probe["metadata"]["labels"][PROBE_LABEL]
         bound = bool(probe["spec"].get("nodeName"))
+        node = probe["spec"]["nodeSelector"][NODE_LABEL]
         if name.endswith("-over"):
             if bound or f"Insufficient {resource}" not in _unschedulable(probe):
                 found.append(Disagreement(outcome.case.namespace, "probe", f"Pod/{name}",
-                                          f"asked one unit more than the ledger's free {resource}: "
-                                          f"bound={bound}, {_unschedulable(probe)!r}"))
-        elif not bound:
+                                          f"asked one unit more than the scheduler's free {resource} by the "
+                                          f"ledger: bound={bound}, {_unschedulable(probe)!r}"))
+        elif not bound and not stuck_in_prebind(outcome.dump, node):
             found.append(Disagreement(outcome.case.namespace, "probe", f"Pod/{name}",
-                                      f"asked exactly the ledger's free {resource}: {_unschedulable(probe)!r}"))
+                                      f"asked exactly the scheduler's free {resource} by the ledger: "
+                                      f"{_unschedulable(probe)!r}"))
     return found
-
-
-def judge_rejections(outcome: Outcome) -> list[Disagreement]:
-    """Every refused object is named by a problem when it comes from a dump (rule 5)."""
-    found = []
-    case = outcome.case
-    for ref, (code, message) in sorted(outcome.rejected.items()):
-        kind, name = ref.split("/", 1)
-        if "/" in name:  # a refused subresource write (a resize): nothing to feed to audit
-            continue
-        obj = next((o for o in case.objects if o["kind"] == kind and o["metadata"]["name"] == name), None)
-        if obj is None or kind not in ("ResourceSlice", "ResourceClaim", "Pod"):
-            continue
-        items = [*outcome.dump, {**copy.deepcopy(obj), "metadata": {**obj["metadata"], "uid": f"uid-{name}"}}]
-        state_items = loaded(items, case.release)
-        problems = list(all_problems(state_items))
-        for ledger in ledgers(items, case.release).values():
-            problems.extend(ledger.problems)
-        if not any(p.obj is not None and p.obj.kind == kind and p.obj.name == name for p in problems):
-            found.append(Disagreement(case.namespace, "rejection", ref,
-                                      f"the API refused it ({code}: {message[:200]}); audit flags nothing"))
-    return found
-
-
-def judge(outcome: Outcome) -> list[Disagreement]:
-    return [*judge_statuses(outcome), *judge_charges(outcome), *judge_fit(outcome),
-            *judge_probes(outcome), *judge_rejections(outcome)]

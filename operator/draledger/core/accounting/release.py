@@ -30,7 +30,7 @@ record others read: a node's ledger *as stored*.
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -78,25 +78,33 @@ class NodeStanding:
 
 @dataclass(slots=True)
 class Standings:
-    """Every node of ours at one moment, and what a pass derives from them once (not once per pod)."""
+    """Every node of ours at one moment (``nodes`` is read, never changed), and what a pass derives from them
+    once, not once per pod: the nodes that do not vouch, sorted, and the newest stored resourceVersion."""
 
-    nodes: dict[str, NodeStanding]
+    nodes: Mapping[str, NodeStanding]
+    unsafe: Sequence[str] = ()  # sorted: the nodes that do not vouch
     revision: str = ""  # the newest resourceVersion among the stored ledgers relied on (rule 7)
-    unsafe: list[str] = field(default_factory=list)  # sorted: the nodes that do not vouch
+    reserved: dict[str, NodeStanding] = field(default_factory=dict)  # this pass's reservations (``reserve``)
 
-    def __post_init__(self) -> None:
-        self.unsafe = sorted(name for name, standing in self.nodes.items() if not standing.vouched)
+    @classmethod
+    def of(cls, nodes: Mapping[str, NodeStanding], revision: str = "") -> Standings:
+        return cls(nodes, sorted(name for name, standing in nodes.items() if not standing.vouched), revision)
 
-    def reserve(self, nodes: Container[str], needed: Mapping[str, int]) -> None:
+    def get(self, node: str) -> NodeStanding | None:
+        return self.reserved.get(node) or self.nodes.get(node)
+
+    def reserve(self, nodes: Iterable[str], needed: Mapping[str, int]) -> None:
         """A pod released onto ``nodes`` with this footprint (scheduler units): later decisions of the same
-        batch see that much less room there."""
-        for name, standing in list(self.nodes.items()):
-            if name in nodes:
-                less = {r: standing.free.get(r, 0) - needed.get(r, 0) for r in {*standing.free, *needed}}
-                below = standing.scheduler_free
-                if below is not None:
-                    below = {r: below.get(r, 0) - needed.get(r, 0) for r in {*below, *needed}}
-                self.nodes[name] = replace(standing, free=less, scheduler_free=below)
+        pass see that much less room there."""
+        for name in nodes:
+            standing = self.get(name)
+            if standing is None:
+                continue
+            less = {r: standing.free.get(r, 0) - needed.get(r, 0) for r in {*standing.free, *needed}}
+            below = standing.scheduler_free
+            if below is not None:
+                below = {r: below.get(r, 0) - needed.get(r, 0) for r in {*below, *needed}}
+            self.reserved[name] = replace(standing, free=less, scheduler_free=below)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +164,7 @@ def _room(needed: Mapping[str, int], standing: NodeStanding) -> bool:
     return _fits(needed, standing.free) and (standing.scheduler_free is None or _fits(needed, standing.scheduler_free))
 
 
-def _explained(names: list[str], nodes: Mapping[str, NodeStanding]) -> str:
+def _explained(names: Sequence[str], nodes: Mapping[str, NodeStanding]) -> str:
     """``n1 (Frozen), n2 (no ledger stored yet)``: each node with why it does not vouch."""
     return ", ".join(f"{n} ({nodes[n].why()})" if n in nodes else f"{n} (not seen)" for n in names)
 
@@ -190,7 +198,7 @@ def decide(
         return _pinned(pod, sorted(pinned), standings, _units(footprint(pod, charge, release)), outside)
     if nodes and len(standings.unsafe) == len(nodes):
         return Decision(False, "NoReadyNode", f"no node's ledger is Ready: {_explained(standings.unsafe, nodes)}")
-    unsafe = standings.unsafe
+    unsafe = list(standings.unsafe)
     requirement = {"key": "metadata.name", "operator": "NotIn", "values": list(unsafe)} if unsafe else None
     record = Record({}, True, standings.revision).text()
     message = f"kept away from {_explained(unsafe, nodes)}" if unsafe else "every ledger is Ready"
@@ -202,9 +210,9 @@ def _pinned(
     pod: PodView, pinned: list[str], standings: Standings, needed: dict[str, int], outside: Container[str]
 ) -> Decision:
     """Rule 5: a pod whose claims are allocated goes to their node(s) only."""
-    nodes = standings.nodes
     if not pinned:
         return Decision(False, "ClaimsOnDifferentNodes", "the pod's allocated claims are on different nodes")
+    nodes = {n: standing for n in pinned if n not in outside and (standing := standings.get(n)) is not None}
     usable = [n for n in pinned if n in outside or (n in nodes and nodes[n].vouched)]
     if not usable:
         return Decision(False, "NodeUnavailable",

@@ -1,0 +1,1 @@
+../shared/driver.go

@@ -1,0 +1,1 @@
+../shared/release_v037.go

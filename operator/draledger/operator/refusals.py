@@ -77,6 +77,4 @@ class Refusals:
 
     def of(self, node: NodeName) -> tuple[RejectedSlice, ...]:
         """The refusals the node's ledger shows, by slice name."""
-        if not self.rejected:
-            return ()
         return tuple(sorted((r for r, nodes in self.rejected.values() if node in nodes), key=lambda r: r.name))

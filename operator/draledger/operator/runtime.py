@@ -122,7 +122,7 @@ class Runtime:
             frozen=self.config.frozen or frozen,
             watch_stale=self.stale_reason,
             pod_status=pod_status,
-            rejected_slices=self.refusals.of(NodeName(node)),
+            rejected_slices=self.refusals.of(NodeName(node)) if self.refusals.rejected else (),
         )
 
     # ----- events -----

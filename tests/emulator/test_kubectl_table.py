@@ -211,7 +211,7 @@ class TestKubectl:
         table = ledger_table(ledgers).splitlines()[1].split()
 
         wide = (await run_kubectl(config, "get", "nal", "-o", "wide")).splitlines()
-        assert ["n1", "Ready", "64Mi/1Gi", "2"] == [table[0], table[1], table[3], table[-1]]
+        assert ["n1", "Ready", "64Mi/1Gi", "2"] == [table[0], table[1], table[3], table[-2]]  # then RELEASE
         assert [table[0], table[1], table[2], table[3], "Diverged", "2"] == [
             wide[1].split()[i] for i in (0, 1, 2, 3, 7, 8)]
 

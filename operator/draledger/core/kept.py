@@ -53,6 +53,12 @@ class Kept:
             "contribution": self.contribution, "facts": self.facts, "charge": self.charge,
             "fingerprint": self.fingerprint, "zone_capacity": self.zone_capacity,
         }
+        self._dropped = {change: [self._values[name] for names in per.values() for name in names]
+                         for change, per in _DROPS.items()}
+
+    def holds(self, change: Input) -> bool:
+        """Whether any value a change of ``change`` drops is kept now (if not, the change reaches nothing)."""
+        return any(self._dropped[change])
 
     # ----- rules 1, 2 and 4: what a change drops -----
     def changed(self, change: Input, claims: Collection[ClaimKey] = (), pods: Collection[PodKey] = (),

@@ -6,8 +6,8 @@ Rules (kube-scheduler's allocator; docs/accounting.md, 6 "Missing slices and `St
 2. A pool is complete when its newest generation has at least the ``resourceSliceCount`` its slices say.
 3. A device name published twice in the newest generation makes the pool invalid, as the allocator calls it
    (``validateDeviceNames``): no device of it resolves, whatever order the slices arrived in.
-4. The devices are indexed when first read after a change, never per slice event: drivers republish a pool's
-   slices one by one.
+4. The devices are indexed, and completeness judged, when first read after a change, never per slice event:
+   drivers republish a pool's slices one by one.
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ _NO_DEVICES: Mapping[str, DeviceView] = {}
 class Pool:
     """The slices of one pool (rules 1 to 4); only ``put`` and ``drop`` change it."""
 
-    __slots__ = ("_devices", "_invalid", "newest", "slices")
+    __slots__ = ("_complete", "_devices", "_invalid", "newest", "slices")
 
     def __init__(self) -> None:
         self.slices: dict[str, SliceView] = {}
         self.newest = 0  # the newest generation among the slices (rule 1)
         self._devices: Mapping[str, DeviceView] | None = None  # built on first read (rule 4)
         self._invalid = ""
+        self._complete: bool | None = None  # judged on first read (rule 4)
 
     def put(self, view: SliceView) -> None:
         self.slices[view.name] = view
@@ -40,7 +41,7 @@ class Pool:
 
     def _changed(self) -> None:
         self.newest = max((s.generation for s in self.slices.values()), default=0)
-        self._devices = None
+        self._devices = self._complete = None
 
     def newest_slices(self) -> list[SliceView]:
         return [s for s in self.slices.values() if s.generation == self.newest]
@@ -69,5 +70,7 @@ class Pool:
     @property
     def complete(self) -> bool:
         """Rule 2."""
-        newest = self.newest_slices()
-        return len(newest) >= max((s.slice_count for s in newest), default=0)
+        if self._complete is None:
+            newest = self.newest_slices()
+            self._complete = len(newest) >= max((s.slice_count for s in newest), default=0)
+        return self._complete

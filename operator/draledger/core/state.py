@@ -145,13 +145,24 @@ class ClusterState:
         objects.hold(pod)
         key = pod.key
         old = objects.pods.get(key)
-        claims = claim_set(pod)
-        if old is not None and objects.moves(old, pod, claims):
+        claims = claim_set(pod) if pod.claims else None
+        if old is None:  # a new pod (most of a listing's): nothing to remove first
+            objects.add_pod(pod, claims)
+            if not pod.counted:
+                return set()
+            kept.add_pod(pod)
+            dirty = {pod.node_name}
+            if claims:
+                self._consumers_changed(claims)
+                objects.consumer_nodes(claims, dirty)
+            return dirty
+        if objects.moves(old, pod, claims):
             # The common update (a resize, a status change): the pod keeps its node and its claims.
             objects.move_pod(pod)
             kept.remove_pod(old)
             kept.add_pod(pod)
-            kept.changed(Input.POD, pods=(key,))
+            if kept.charge:
+                kept.changed(Input.POD, pods=(key,))
             node = pod.node_name
             return {node} if claims is None else objects.consumer_nodes(claims, {node})
         dirty = self._remove_pod(key)
@@ -160,9 +171,13 @@ class ClusterState:
             kept.add_pod(pod)
             dirty.add(pod.node_name)
             if claims:
-                kept.changed(Input.CONSUMERS, claims=claims, pods=set(objects.users(claims)))
+                self._consumers_changed(claims)
                 objects.consumer_nodes(claims, dirty)
         return dirty
+
+    def _consumers_changed(self, claims: frozenset[ClaimKey]) -> None:
+        if self._kept.holds(Input.CONSUMERS):
+            self._kept.changed(Input.CONSUMERS, claims=claims, pods=set(self._objects.users(claims)))
 
     def delete_pod(self, key: PodKey) -> Dirty:
         self.held.discard(key)
@@ -171,13 +186,16 @@ class ClusterState:
     def _remove_pod(self, key: PodKey) -> Dirty:
         objects, kept = self._objects, self._kept
         old, claims = objects.remove_pod(key)
-        kept.changed(Input.POD, pods=(key,))
-        if old is None or not old.counted:
+        if old is None:
+            return set()
+        if kept.charge:
+            kept.changed(Input.POD, pods=(key,))
+        if not old.counted:
             return set()
         kept.remove_pod(old)
         dirty = {old.node_name}
         if claims:
-            kept.changed(Input.CONSUMERS, claims=claims, pods=set(objects.users(claims)))
+            self._consumers_changed(claims)
             objects.consumer_nodes(claims, dirty)
         return dirty
 
@@ -191,8 +209,9 @@ class ClusterState:
         return self._claim_changed(key)
 
     def _claim_changed(self, key: ClaimKey) -> Dirty:
-        objects = self._objects
-        self._kept.changed(Input.CLAIM, claims=(key,), pods=set(objects.users((key,))))
+        objects, kept = self._objects, self._kept
+        if kept.holds(Input.CLAIM):
+            kept.changed(Input.CLAIM, claims=(key,), pods=set(objects.users((key,))))
         return objects.consumer_nodes((key,))
 
     # ----- slices (``apply`` refuses a regression first: rule 3) -----
@@ -213,9 +232,10 @@ class ClusterState:
         return dirty
 
     def _pool_changed(self, pool: PoolKey) -> None:
-        objects = self._objects
-        claims = set(objects.pool_claims(pool))
-        self._kept.changed(Input.POOL, claims=claims, pods=set(objects.users(claims)), nodes=objects.slice_nodes(pool))
+        objects, kept = self._objects, self._kept
+        if kept.holds(Input.POOL):
+            claims = set(objects.pool_claims(pool))
+            kept.changed(Input.POOL, claims=claims, pods=set(objects.users(claims)), nodes=objects.slice_nodes(pool))
 
     def pool_nodes(self, pool: PoolKey) -> Dirty:
         """The nodes whose ledgers a change of the pool reaches (core.objects, rule 3)."""

@@ -5,8 +5,8 @@ Rules:
    distinct ones, for the life of the process (a cluster has few distinct templates).
 2. Empty requests are the one empty dict ``NONE``.
 
-Measured (docs/performance.md, "Memos"): a pod's ordinary requests are most of what its view costs in memory; the
-table is process-wide because views are read before any state holds them (priming, audit's parse).
+Measured (docs/performance.md, "Memos"): the state of 3,000 pods holds 0.84 × the memory with it, at no cost in
+time; the table is process-wide because views are read before any state holds them (priming, a dump's load).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ from typing import Any
 import kopf
 import structlog
 
-from draledger.core.accounting.ledger import mapping_fingerprint
+from draledger.core.accounting.fingerprints import mapping_fingerprint
 from draledger.core.accounting.zones import zone_capacity
 from draledger.core.models import status_json, status_of
 from draledger.core.quantities import parse_quantity
@@ -605,8 +605,8 @@ def core_breakdown(cluster: Cluster, events: list[tuple[str, str]]) -> dict[str,
     ledgers = {node: ledger for node in nodes if (ledger := state.ledger(node, flags)) is not None}
     parts: dict[str, Callable[[str], Any]] = {
         "ledger": lambda node: state.ledger(node, flags),
-        "mapping_fingerprint": lambda node: mapping_fingerprint(state, node),
-        "zone_capacity": lambda node: zone_capacity(state.node_devices(node), flags.numa_attributes),
+        "mapping_fingerprint": lambda node: mapping_fingerprint(state.objects.node_devices(node), state.release),
+        "zone_capacity": lambda node: zone_capacity(state.objects.node_devices(node), state.attributes, state.release),
         "status_of + status_json": lambda node: status_json(
             status_of(ledgers[node], ledger_version=0, mapping_version=0, now="1970-01-01T00:00:00Z")),
     }

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from draledger.commands import audit, cli
+from draledger.operator import kopfcompat
 from strategies import as_list, container, node_obj, pod_obj
 
 
@@ -179,6 +180,14 @@ def test_run_with_an_unusable_kubeconfig(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60, check=False)
     assert (2, f"error: cannot use the kubeconfig {tmp_path / 'nope'}: no such file\n") == (
         done.returncode, done.stderr)
+
+
+def test_run_with_an_unsupported_kopf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capfd: pytest.CaptureFixture[str]) -> None:
+    """`draledger run` with a Kopf other than the pinned one stops at once: one line naming the pin, exit 2."""
+    monkeypatch.setattr(kopfcompat, "version", lambda name: "1.46.0")
+    assert (2, "", "error: kopf 1.46.0 is installed; this operator reaches into Kopf's internals and runs only on "
+            "1.45.2: install kopf==1.45.2\n") == draledger(capfd, "run", "--kubeconfig", str(tmp_path / "nope"))
 
 
 def test_a_read_only_file_system(tmp_path: Path, dump: Path, capfd: pytest.CaptureFixture[str]) -> None:

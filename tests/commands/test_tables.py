@@ -1,5 +1,5 @@
 """Tables for people (commands/tables.py): PROBLEMS counts every problem the ledger shows (the figures' rules are
-core/figures.py's: tests/test_figures.py)."""
+core/figures.py's: tests/core/test_figures.py)."""
 
 from __future__ import annotations
 

@@ -59,16 +59,16 @@ class TestPlannedStatuses:
         assert [{"resourceClaimName": "p-extended-resources-x7k2q", "containers": [],
                  "mapping": [{"name": "cpu", "quantity": "2"}],
                  "overhead": [{"name": "memory", "perPod": "1Gi", "perContainer": "256Mi"}]}] == planned_statuses(
-            state.pods[("t", "p")], state, ())
+            state.pods[("t", "p")], state.uses(state.pods[("t", "p")]), state.release)
 
     def test_v137_has_no_right_answer(self) -> None:
         """v1.37.2 writes a placeholder its API refuses (the pod never binds): nothing to plan."""
         state = state_of("v1.37")
-        assert None is planned_statuses(state.pods[("t", "p")], state, ())
+        assert None is planned_statuses(state.pods[("t", "p")], state.uses(state.pods[("t", "p")]), state.release)
 
     def test_an_extended_claim_without_charge_writes_nothing(self) -> None:
         """A device without node-allocatable resources: the claim is charged nothing, and gets no entry."""
         pool = slice_obj("s", devices=[device("gpu-0")])
         claim = claim_obj("p-extended-resources-x7k2q", results=[result("gpu-0", request="container-0")])
         state = loading.load([NODE, pool, claim, extended_pod()], "test", "v1.38").state
-        assert [] == planned_statuses(state.pods[("t", "p")], state, ())
+        assert [] == planned_statuses(state.pods[("t", "p")], state.uses(state.pods[("t", "p")]), state.release)

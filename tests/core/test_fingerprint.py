@@ -10,7 +10,6 @@ import pytest
 from draledger.core import loading
 from draledger.core.releases import Release
 from draledger.core.state import ClusterState
-from draledger.core.views import read_slice
 from strategies import node_obj, slice_obj
 
 NODE = node_obj("n1")
@@ -56,7 +55,7 @@ class TestMappedCapacity:
         """An update of the slice in a running state drops the cached fingerprint: a recompute gives the new one."""
         state = ClusterState("v1.37")
         loading.load_items([NODE, hugepages("1Gi")], "test", loading.Loaded(state))
-        before = state.mapping_fingerprint("n1")
-        state.upsert_slice(read_slice(hugepages("2Gi")))
-        assert (fingerprint(hugepages("2Gi")), True) == (state.mapping_fingerprint("n1"),
-                                                         before != state.mapping_fingerprint("n1"))
+        before = state.ledger("n1").mapping_fingerprint
+        state.apply("resourceslices", None, hugepages("2Gi"))
+        after = state.ledger("n1").mapping_fingerprint
+        assert (fingerprint(hugepages("2Gi")), True) == (after, before != after)

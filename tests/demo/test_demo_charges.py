@@ -11,7 +11,6 @@ import copy
 import datetime
 from typing import Any
 
-from draledger.core.accounting.ledger import Flags
 from draledger.core.accounting.statuses import planned_statuses
 from draledger.core.loading import load
 from draledger.demo import cluster, objects, scheduler
@@ -26,7 +25,8 @@ def core_rule(items: list[Raw], namespace: str, name: str) -> list[Raw] | None:
     """What the core says the scheduler writes for the pod, from the objects alone."""
     loaded = load(copy.deepcopy(items), "test")
     state = loaded.state
-    return planned_statuses(state.pods[(namespace, name)], state, Flags().numa_attributes)
+    pod = state.pods[(namespace, name)]
+    return planned_statuses(pod, state.uses(pod), state.release)
 
 
 def of_kind(items: list[Raw], kind: str) -> list[Raw]:

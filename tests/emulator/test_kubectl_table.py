@@ -211,9 +211,9 @@ class TestKubectl:
         table = ledger_table(ledgers).splitlines()[1].split()
 
         wide = (await run_kubectl(config, "get", "nal", "-o", "wide")).splitlines()
-        assert ["n1", "Ready", "64Mi/1Gi", "2", "v1.36"] == [table[0], table[1], table[3], table[-2], table[-1]]
-        assert [table[0], table[1], table[2], table[3], "Diverged", "2", "v1.36"] == [
-            wide[1].split()[i] for i in (0, 1, 2, 3, 7, 8, 9)]
+        assert ["n1", "Ready", "64Mi/1Gi", "2"] == [table[0], table[1], table[3], table[-2]]  # then RELEASE
+        assert [table[0], table[1], table[2], table[3], "Diverged", "2"] == [
+            wide[1].split()[i] for i in (0, 1, 2, 3, 7, 8)]
 
     async def test_get_pods_all_namespaces(self, config: pathlib.Path, loaded: ClusterEmulator) -> None:
         """`kubectl get pods -A` adds NAMESPACE from the rows' metadata; the status reads SchedulingGated."""

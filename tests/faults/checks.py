@@ -64,7 +64,7 @@ from typing import Any
 
 from draledger.core.accounting.ledger import Flags, RejectedSlice
 from draledger.core.accounting.release import ANNOTATION, GATE
-from draledger.core.ledgers import ledger_object
+from draledger.core.bodies import ledger_object
 from draledger.core.loading import Loaded, load
 from draledger.core.models import status_json, status_of
 from draledger.demo.emulator import ClusterEmulator

@@ -23,7 +23,7 @@ import yaml
 
 with atheris.instrument_imports(include=["draledger"]):
     from draledger.commands import audit, dumps
-    from draledger.core import ledgers
+    from draledger.core import bodies
     from draledger.core.accounting.ledger import Flags
     from draledger.core.loading import all_problems, load
 
@@ -57,7 +57,7 @@ def test_one_input(data: bytes) -> None:
     for node in loaded.state.nodes:
         ledger = loaded.state.ledger(node, Flags())
         assert ledger is not None
-        ledgers.status_body(ledger, ledger_version=1, mapping_version=1, now=NOW)
+        bodies.status_body(ledger, ledger_version=1, mapping_version=1, now=NOW)
     audit.emit(audit.ledgers_of(loaded, Flags(), NOW), "json", False, io.StringIO())
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from draledger.core.views import read_claim, read_node, read_pod, read_slice
 from draledger.operator.priming import decode
-from tests.test_slice_memo import broken
+from tests.core.test_slice_memo import broken
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = {"Pod": "pods", "Node": "nodes", "ResourceClaim": "resourceclaims", "ResourceSlice": "resourceslices"}

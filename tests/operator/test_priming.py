@@ -219,4 +219,4 @@ class TestLedgerStream:
                 await eventually(lambda: any(rv == written for _, rv in seen), what="the write's own event")
                 assert operator.writer.stored.of("n1").resource_version == written
         assert len(seen) == len(set(seen))
-        assert {"_take_ledger"} == callers
+        assert {"take"} == callers  # watching.Hooks.take, at the stream

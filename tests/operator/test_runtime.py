@@ -5,11 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import aiohttp
 import pytest
 from prometheus_client import generate_latest
 
-from draledger.operator import watching
+from draledger.core.loading import load
 from draledger.operator.config import OperatorConfig
 from draledger.operator.metrics import Metrics
 from draledger.operator.runtime import Runtime
@@ -140,6 +139,15 @@ class TestSlices:
         rt.event("resourceslices", None, body)
         assert set(attributes) == set(rt.state.slices["s"].devices[0].attributes)
 
+    async def test_its_views_are_those_a_dump_gives(self) -> None:
+        """The operator and ``audit`` read a slice by one path: with the same NUMA attributes, the same view."""
+        attributes = ("numaNode",)
+        rt, _ = runtime(numa_attributes=attributes)
+        items = case_items("v02")
+        for item in items:
+            rt.event(KIND[item["kind"]], None, item)
+        assert load(items, "dump", attributes=attributes).state.slices == rt.state.slices
+
 
 class TestFreshness:
     async def test_broken_stream_turns_stale_after_the_window_and_recovers(self) -> None:
@@ -165,107 +173,3 @@ class TestFreshness:
         rt.contact("pods")
         rt.check_freshness()
         assert "" == rt.stale_reason
-
-
-class TestHooks:
-    def test_kopf_functions_are_wrapped(self) -> None:
-        """The pinned Kopf internals exist and are replaced by our observers (fails loudly on a Kopf change)."""
-        watching.HOOKS.install()
-        assert "infinite_watch" == watching.kopf_watching.infinite_watch.__name__
-        assert watching.kopf_watching.infinite_watch.__module__ == "draledger.operator.watching"
-        assert watching.kopf_watching.watch_objs.__module__ == "draledger.operator.watching"
-        assert watching.kopf_api.request.__module__ == "draledger.operator.watching"
-        assert watching.kopf_errors.check_response.__module__ == "draledger.operator.watching"
-        assert watching.kopf_watching.Bookmark.LISTED is not None
-
-    async def test_an_attempt_answered_with_an_error_breaks_its_stream_at_once(self) -> None:
-        """Kopf retries a failing LIST or WATCH inside one request; its first error answer holds releases now,
-        not after the reconnection grace (a change made while the renewal fails would go unseen)."""
-
-        class Answer:
-            def __init__(self, method: str, url: str, status: int) -> None:
-                self.method, self.url, self.status, self.headers = method, url, status, {}
-
-            async def json(self) -> dict[str, Any]:
-                return {"kind": "Status", "code": self.status, "message": "injected"}
-
-            def raise_for_status(self) -> None:
-                if self.status >= 400:
-                    raise aiohttp.ClientResponseError(None, (), status=self.status, message="injected")  # type: ignore[arg-type]
-
-        rt, _ = runtime()
-        for kind in (*KIND.values(), watching.LEDGERS_KIND):
-            rt.contact(kind)
-        rt.rebuilt.set()
-        assert "" == rt.streams_unhealthy()
-        with watching.HOOKS.observing(rt):
-            await watching.kopf_errors.check_response(Answer("GET", "http://h/api/v1/pods?watch=true", 200))
-            assert "" == rt.streams_unhealthy()
-            with pytest.raises(watching.kopf_errors.APIServerError):
-                await watching.kopf_errors.check_response(Answer("PATCH", "http://h/api/v1/pods", 503))
-            assert "" == rt.streams_unhealthy()  # not a stream's request
-            with pytest.raises(watching.kopf_errors.APIServerError, match="injected"):  # still raised
-                await watching.kopf_errors.check_response(Answer("GET", "http://h/api/v1/pods?watch=true", 503))
-        assert "the pods watch is broken (request answered 503)" == rt.streams_unhealthy()
-        rt.contact("pods")  # the retry succeeded
-        assert "" == rt.streams_unhealthy()
-
-    async def test_a_relist_holds_releases_from_its_list_request_on(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """After a 410, the relist's answer is contact with the server, before any listed object is taken: the
-        stream is relisting from its LIST request on, not healthy in between. A WATCH request's answer starts no
-        listing, and is not trusted before its first event (it may be a 410): the stream is resuming, quietly."""
-
-        class Answer:
-            status = 200
-
-        async def answered(*args: Any, **kwargs: Any) -> Answer:
-            return Answer()
-
-        rt, _ = runtime()
-        for kind in (*KIND.values(), watching.LEDGERS_KIND):
-            rt.contact(kind)
-            rt.listing_done(kind)  # the first listings are over
-        rt.rebuilt.set()
-        watching.HOOKS.install()
-        monkeypatch.setitem(watching.HOOKS.originals, "request", answered)
-        with watching.HOOKS.observing(rt):
-            await watching.kopf_api.request("GET", "http://h/api/v1/nodes?watch=true&resourceVersion=7")
-            assert ("the nodes watch is resuming", True) == (rt.streams_unhealthy(), rt.renewing())
-            rt.contact("nodes")  # its first event
-            assert "" == rt.streams_unhealthy()
-            await watching.kopf_api.request("GET", "http://h/api/v1/nodes?limit=500")
-            assert "the nodes watch is relisting" == rt.streams_unhealthy()
-            rt.listing_done("nodes")
-        assert "" == rt.streams_unhealthy()
-
-    async def test_what_kopf_will_apply_is_counted_as_delivered(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """Typed and listed events of the four kinds go to Kopf's workers: each counts as delivered, until the
-        handler applies it; a BOOKMARK, the listing's end and the ledgers' events (taken at the stream) do not."""
-
-        async def stream(**_: Any) -> Any:
-            for event in ({"type": None, "object": {"metadata": {"uid": "u1"}}}, {"type": "MODIFIED", "object": {}},
-                          {"type": "BOOKMARK", "object": {}}, watching.kopf_watching.Bookmark.LISTED):
-                yield event
-
-        class Resource:
-            def __init__(self, plural: str) -> None:
-                self.plural = plural
-
-        rt, _ = runtime()
-        watching.HOOKS.install()
-        monkeypatch.setitem(watching.HOOKS.originals, "infinite_watch", stream)
-        with watching.HOOKS.observing(rt):
-            for plural in ("pods", watching.LEDGERS_KIND):
-                async for _ in watching.kopf_watching.infinite_watch(resource=Resource(plural)):
-                    pass
-        assert 2 == rt.delivered_count["pods"]
-        assert rt.behind(dict(rt.delivered_count))
-        rt.applied("pods")
-        rt.applied("pods")
-        assert not rt.behind(dict(rt.delivered_count))
-
-    def test_urls_map_to_kinds(self) -> None:
-        """List and watch URLs name their kind; single-object URLs do not."""
-        assert "pods" == watching.kind_of_url("/api/v1/pods?watch=true")
-        assert "resourceclaims" == watching.kind_of_url("http://h/apis/resource.k8s.io/v1/resourceclaims")
-        assert watching.kind_of_url("/api/v1/namespaces/t/pods/p") is None

@@ -27,7 +27,8 @@ from draledger.commands.progress import Progress
 from draledger.commands.tables import ledger_table
 from draledger.core import records
 from draledger.core.accounting.ledger import Flags
-from draledger.core.ledgers import ledger_object, status_body
+from draledger.core.accounting.zones import DEFAULT_NUMA_ATTRIBUTES
+from draledger.core.bodies import dump_objects
 from draledger.core.loading import Loaded, all_problems, missing_kinds
 from draledger.core.phases import Phase
 from draledger.core.releases import Release
@@ -38,14 +39,8 @@ FAIL_ON: tuple[str, ...] = ()  # exit 0 whatever the phases, unless asked (docs/
 
 def ledgers_of(loaded: Loaded, flags: Flags, now: str) -> list[dict[str, Any]]:
     """Every node's ledger object, sorted by node name (versions are 1: a dump has no history)."""
-    out = []
     state = loaded.state
-    for name in sorted(state.nodes):
-        ledger = state.ledger(name, flags)
-        assert ledger is not None
-        body = status_body(ledger, ledger_version=1, mapping_version=1, now=now)
-        out.append(ledger_object(body, ledger.node_uid))
-    return out
+    return dump_objects((ledger for name in sorted(state.nodes) if (ledger := state.ledger(name, flags))), now)
 
 
 def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -135,7 +130,7 @@ def _run(
     if svg:
         writable(svg)  # before the work, not after a long audit
     progress = Progress(stderr)
-    loaded = load_paths(paths, progress, release)
+    loaded = load_paths(paths, progress, release, tuple(numa_attributes) or DEFAULT_NUMA_ATTRIBUTES)
     require_nodes(loaded, paths)
     stderr.write(f"release: {loaded.state.release}'s rules ({loaded.release_why})\n")
     for problem in all_problems(loaded):
@@ -144,9 +139,8 @@ def _run(
     if missing:
         stderr.write(f"warning: the dump has no {', '.join(missing)} objects: ledgers that need them turn "
                      f"Stale or miss claims; dump with {KUBECTL_GET}\n")
-    flags = Flags(numa_attributes=tuple(numa_attributes)) if numa_attributes else Flags()
     progress.step(f"computing {len(loaded.state.nodes)} ledgers")
-    items = ledgers_of(loaded, flags, now_rfc3339())
+    items = ledgers_of(loaded, Flags(), now_rfc3339())
     emit(items, output, numa, stdout)
     if svg:
         from draledger.commands.report import write_svg

@@ -33,7 +33,7 @@ import aiohttp
 import yaml
 
 from draledger.commands.errors import UNUSABLE, CommandError, writable
-from draledger.core.ledgers import API_VERSION, KIND, PLURAL
+from draledger.core.bodies import API_VERSION, KIND, PLURAL
 from draledger.core.views.problems import show
 from draledger.operator.connecting import CredentialsError, Source, credentials
 from draledger.operator.kubeapi import ApiError, KubeApi, NotFound, transport_cause

@@ -9,8 +9,11 @@ from __future__ import annotations
 import os
 from typing import TextIO
 
+from draledger.core.phases import Phase
+
 RESET = "\033[0m"
-PHASES = {"Overcommitted": "\033[31m", "Stale": "\033[33m", "Rebuilding": "\033[33m", "Frozen": "\033[36m"}
+PHASES: dict[str, str] = {Phase.OVERCOMMITTED: "\033[31m", Phase.STALE: "\033[33m", Phase.REBUILDING: "\033[33m",
+          Phase.FROZEN: "\033[36m"}
 
 
 def wanted(stream: TextIO) -> bool:

@@ -35,8 +35,10 @@ import msgspec
 import yaml
 
 from draledger.commands.progress import Progress
+from draledger.core.accounting.zones import DEFAULT_NUMA_ATTRIBUTES
 from draledger.core.loading import READERS, Loaded, decide_release, load_items
 from draledger.core.releases import Release
+from draledger.core.state import ClusterState
 from draledger.core.views.problems import show
 
 MAX_DEPTH = 100  # a Kubernetes List nests a few dozen levels at most (a pod's affinity terms: 13)
@@ -251,10 +253,13 @@ def _read(stream: Any, source: str, progress: Progress | None) -> str:
     return "".join(parts)
 
 
-def load_paths(paths: Iterable[str], progress: Progress | None = None, release: Release | None = None) -> Loaded:
-    """Load every dump into one state (later files win for objects that appear twice) and decide its release
-    (``release``, or the dumps' own evidence: core.loading rule 3)."""
-    loaded = Loaded()
+def load_paths(
+    paths: Iterable[str], progress: Progress | None = None, release: Release | None = None,
+    attributes: tuple[str, ...] = DEFAULT_NUMA_ATTRIBUTES,
+) -> Loaded:
+    """Load every dump into one state, whose zones read the NUMA ``attributes`` (later files win for objects that
+    appear twice), and decide its release (``release``, or the dumps' own evidence: core.loading rule 3)."""
+    loaded = Loaded(ClusterState(attributes=attributes))
     for path in paths:
         text = read_source(path, progress)
         if progress is not None:

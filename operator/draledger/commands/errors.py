@@ -57,11 +57,12 @@ def report(error: Exception, stderr: TextIO) -> int:
     """Write ``error`` as the one line of rule 2 and return the exit code; re-raise a bug under DRALEDGER_DEBUG."""
     from draledger.commands.dumps import DumpError
     from draledger.operator.connecting import CredentialsError
+    from draledger.operator.kopfcompat import KopfVersionError
     from draledger.operator.options import ConfigError
 
     if isinstance(error, CommandError):
         line, code = str(error), error.code
-    elif isinstance(error, DumpError | CredentialsError | ConfigError):
+    elif isinstance(error, DumpError | CredentialsError | ConfigError | KopfVersionError):
         line, code = str(error), UNUSABLE
     elif isinstance(error, OSError) and error.filename is not None:
         line, code = f"{error.filename}: {error.strerror or error}", UNUSABLE

@@ -3,7 +3,7 @@
 Rules:
 1. Figures are for people, as core/figures.py prints them (``41.7Gi/494Gi``, both sides of a pair in one unit,
    but ``64Mi/1Gi``: a whole binary amount as written); the exact ones are in ``-o json|yaml``.
-2. PROBLEMS counts every problem the ledger shows (``core.ledgers.problem_count``), as ``kubectl get nal -o wide``
+2. PROBLEMS counts every problem the ledger shows (``core.bodies.problem_count``), as ``kubectl get nal -o wide``
    does.
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from draledger.commands import colour
+from draledger.core.bodies import problem_count
 from draledger.core.figures import humanize_pair
-from draledger.core.ledgers import problem_count
 from draledger.core.views.problems import printable
 
 MAIN = ("cpu", "memory")

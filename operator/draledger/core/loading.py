@@ -7,7 +7,7 @@ Rules:
 1. An item that is not an object, or is of an unknown kind, is a problem that names its position; every other
    item is still loaded. A malformed field of an object is a problem of that object (the readers never raise).
 2. Later items win for objects that appear twice (an update); a ResourceSlice older than the stored one is refused
-   and named (``GenerationRegression``).
+   (``Applied.refused``) and named (``GenerationRegression``).
 3. The release is decided after everything is loaded (views do not depend on it, core.releases rule 3):
    ``decide_release`` takes the caller's choice, or the dump's own evidence, and says why.
 4. ``all_problems`` lists every problem of every object once, under the release in force, plus the pods bound to
@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from draledger.core import records, releases
+from draledger.core.accounting.zones import DEFAULT_NUMA_ATTRIBUTES
 from draledger.core.releases import Release
-from draledger.core.state import ClusterState, GenerationRegression
+from draledger.core.state import ClusterState
 from draledger.core.views import Problem
 from draledger.core.views.problems import ObjectRef, show
 
@@ -71,15 +72,21 @@ def load_items(items: Iterable[Any], source: str, loaded: Loaded) -> None:
             if kind not in IGNORED_KINDS:
                 loaded.problems.append(Problem("UnknownKind", f"{where} has kind {show(kind)}; ignored"))
             continue
-        try:
-            state.apply(reader, None, item)
-        except GenerationRegression as error:
-            loaded.problems.append(Problem("GenerationRegression", str(error), ObjectRef("ResourceSlice", error.name)))
+        refused = state.apply(reader, None, item).refused
+        if refused is not None:
+            loaded.problems.append(Problem(
+                "GenerationRegression", f"ResourceSlice {refused.name}: pool {refused.driver}/{refused.pool} "
+                f"generation {refused.rejected} is older than the stored {refused.generation}; ignored",
+                ObjectRef("ResourceSlice", refused.name)))
 
 
-def load(items: Iterable[Any], source: str = "input", release: Release | None = None) -> Loaded:
-    """Load ``items`` into a new state and decide its release (rules 1 to 3)."""
-    loaded = Loaded()
+def load(
+    items: Iterable[Any], source: str = "input", release: Release | None = None,
+    attributes: tuple[str, ...] = DEFAULT_NUMA_ATTRIBUTES,
+) -> Loaded:
+    """Load ``items`` into a new state, whose zones read the NUMA ``attributes``, and decide its release (rules 1 to
+    3)."""
+    loaded = Loaded(ClusterState(attributes=attributes))
     load_items(items, source, loaded)
     decide_release(loaded, release)
     return loaded

@@ -3,7 +3,7 @@ tests read every status body the operator and ``audit`` build back through them.
 
 Rules:
 1. Field names are the API's (camelCase aliases); a model is frozen and forbids unknown fields.
-2. ``status_body`` (``core.ledgers``) builds the same document without these models, on the hot path; the
+2. ``status_body`` (``core.bodies``) builds the same document without these models, on the hot path; the
    tests hold ``status_json(status_of(...))`` equal to it, key order included.
 """
 
@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from draledger.core.accounting.ledger import Ledger
-from draledger.core.ledgers import status_body
+from draledger.core.bodies import status_body
 from draledger.core.phases import Phase
 
 QUANTITY_PATTERN = (  # kube-apiserver's own pattern for resource.Quantity

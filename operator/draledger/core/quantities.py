@@ -122,7 +122,8 @@ class Quantity:
 
 def format_nanos(nanos: int) -> str:
     """The output notation of rule 3 (memoized: a cluster has few distinct amounts, and every ledger status
-    prints dozens)."""
+    prints dozens; measured, the status bodies of 100 ledgers print in 0.8 × the time: docs/performance.md,
+    "Memos")."""
     text = _TEXTS.get(nanos)
     if text is None:
         text = _format(nanos)
@@ -131,7 +132,7 @@ def format_nanos(nanos: int) -> str:
     return text
 
 
-_TEXTS: dict[int, str] = {}  # format_nanos: nanos -> text
+_TEXTS: dict[int, str] = {}  # format_nanos: nanos -> text; process-wide, as the values it prints are
 
 
 def _format(nanos: int) -> str:
@@ -173,7 +174,10 @@ def parse_quantity(raw: object) -> Quantity:
     """Parse a quantity as kube-apiserver does; raise QuantityError on anything it would reject.
 
     Integers (JSON numbers) are accepted, as Quantity.UnmarshalJSON accepts them. Parsed strings are cached:
-    dumps repeat the same few strings ("100m", "1Gi") thousands of times.
+    dumps repeat the same few strings ("100m", "1Gi") thousands of times. The cache is process-wide because the
+    readers parse before any state holds what they read (a dump, a priming page); measured on 3,000 pods, loading
+    takes 0.65 × the time with it, and the state 0.9 × the memory (equal quantities are one object):
+    docs/performance.md, "Memos".
     """
     if isinstance(raw, str):
         cached = _CACHE.get(raw)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import logging
 import os
 import tempfile
@@ -55,11 +54,12 @@ async def _play(
     from draledger.demo.emulator import serve_emulator
     from draledger.demo.screen import Screen
     from draledger.demo.story import Story
+    from draledger.operator import clocks
     from draledger.operator.config import OperatorConfig
     from draledger.operator.running import Operator
 
     async with serve_emulator(port=port) as (emulator, url):
-        now = datetime.datetime.now(datetime.UTC)
+        now = clocks.now()
         objects = cluster.build_cluster(now)
         emulator.load_objects([*objects, *cluster.previous_ledgers(objects, now)])
         config = replace(

@@ -10,23 +10,24 @@ Rules:
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from draledger.core.keys import ClaimKey
 from draledger.core.quantities import QuantityError, parse_quantity
 from draledger.demo import objects, scheduler
 from draledger.demo.emulator import ClusterEmulator
 from draledger.demo.frames import Board, describe_devices
 from draledger.demo.observing import CLAIMS, PODS, SLICES, Observer
 from draledger.demo.waiting import DemoFailed, Pacer
+from draledger.operator import clocks
 
 __all__ = ["Components", "rfc3339_now"]
 
 
 def rfc3339_now() -> str:
-    return datetime.datetime.now(datetime.UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return clocks.now_rfc3339()
 
 
 def allowed_nodes(obj: Mapping[str, Any]) -> list[str]:
@@ -129,7 +130,8 @@ class Components:
         await self.pacer.until(
             "the operator has seen the new claims",
             lambda: all(
-                (view := runtime.state.claim((namespace, name))) is not None and view.allocated == allocated
+                (view := runtime.state.claims.get(ClaimKey((namespace, name)))) is not None
+                and view.allocated == allocated
                 for namespace, name, allocated in keys
             ),
         )

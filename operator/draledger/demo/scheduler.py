@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from draledger.core.accounting.ledger import Flags
 from draledger.core.accounting.statuses import planned_statuses
+from draledger.core.keys import PodKey
 from draledger.core.loading import load
 from draledger.core.quantities import Quantity, parse_quantity
 from draledger.demo.objects import CLASSES, NUMA, allocation, result, running_status, uid
@@ -39,8 +39,8 @@ def scheduler_statuses(
     bound = {**obj, "spec": {**obj["spec"], "nodeName": node_name},
              "status": {**(obj.get("status") or {}), "phase": "Running"}}
     state = load([*slices, *claims, *pods, bound], "the demo scheduler").state  # the bound pod last: it wins
-    pod_view = state.pods[(meta["namespace"], meta["name"])]
-    return planned_statuses(pod_view, state, Flags().numa_attributes) or []
+    pod_view = state.pods[PodKey((meta["namespace"], meta["name"]))]
+    return planned_statuses(pod_view, state.uses(pod_view), state.release) or []
 
 
 def _claim_name(obj: Mapping[str, Any], entry: Mapping[str, Any]) -> str | None:

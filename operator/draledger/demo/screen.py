@@ -21,14 +21,16 @@ import shutil
 from collections.abc import Mapping
 from typing import Final, TextIO
 
+from draledger.core.phases import Phase
+
 __all__ = ["Screen", "colour_wanted"]
 
-_COLOURS: Final = {
-    "Ready": "32",
-    "Stale": "33",
-    "Overcommitted": "31",
-    "Frozen": "34",
-    "Rebuilding": "90",
+_COLOURS: Final[dict[str, str]] = {
+    Phase.READY: "32",
+    Phase.STALE: "33",
+    Phase.OVERCOMMITTED: "31",
+    Phase.FROZEN: "34",
+    Phase.REBUILDING: "90",
     "InSync": "32",
     "Diverged": "35",
 }

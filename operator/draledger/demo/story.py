@@ -21,6 +21,7 @@ import datetime
 from typing import Any, Final
 
 from draledger.commands.report import write_svg
+from draledger.core.phases import Phase
 from draledger.demo import cluster, objects
 from draledger.demo.acting import Components
 from draledger.demo.emulator import ClusterEmulator
@@ -29,6 +30,7 @@ from draledger.demo.observing import CLAIMS, LEDGERS, SLICES, Observer
 from draledger.demo.screen import Screen
 from draledger.demo.serving import serve
 from draledger.demo.waiting import DemoFailed, Pacer, Stopped
+from draledger.operator import clocks
 from draledger.operator.running import Operator
 
 __all__ = ["Story"]
@@ -39,7 +41,7 @@ STATUSES_FIELD: Final = "nodeAllocatableResourceClaimStatuses"
 
 
 def now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
+    return clocks.now()
 
 
 class Story:
@@ -84,7 +86,7 @@ class Story:
         )
         self.emulator["list resource.k8s.io/v1/resourceclaims"][self.claims_unlistable] << 500
         self.pacer.task = asyncio.create_task(self.operator.run(), name="draledger-operator")
-        await self.pacer.until("every ledger Rebuilding", self.observer.phase_is("Rebuilding"))
+        await self.pacer.until("every ledger Rebuilding", self.observer.phase_is(Phase.REBUILDING))
         pending, observer = ("ml/notebook-a", "batch/nightly-etl"), self.observer
         await self.pacer.until(
             "both new pods held, reason Rebuilding",
@@ -106,7 +108,7 @@ class Story:
             "its status.nodeAllocatableResourceClaimStatuses (SCHEDULER Diverged -> InSync).",
         )
         await self.pacer.until("the rebuild is complete", self.operator.runtime.rebuilt.is_set)
-        await self.pacer.until("every ledger Ready", self.observer.phase_is("Ready"))
+        await self.pacer.until("every ledger Ready", self.observer.phase_is(Phase.READY))
         kept = ", ".join(f"{node}={self.observer.status(node).get('mappingVersion')}" for node in objects.NODES)
         self.board.note(f"mappingVersion read back from the stored ledgers, unchanged mappings: {kept}")
         await self.pacer.until(
@@ -122,7 +124,7 @@ class Story:
                         for c in self.observer.status("worker-3").get("conditions") or []),
         )
         await self.components.release_and_place("ml/notebook-a", "batch/nightly-etl")
-        await self.pacer.until("every ledger Ready", self.observer.phase_is("Ready"))
+        await self.pacer.until("every ledger Ready", self.observer.phase_is(Phase.READY))
         await self.pacer.end_step()
 
     async def step_vanish(self) -> None:
@@ -138,7 +140,7 @@ class Story:
         if self.gone is None:
             raise DemoFailed(f"ResourceSlice {name} is missing before the step")
         self.emulator.delete_object(SLICES, name)
-        await self.pacer.until(f"{VANISHING} Stale", self.observer.phase_is("Stale", VANISHING))
+        await self.pacer.until(f"{VANISHING} Stale", self.observer.phase_is(Phase.STALE, VANISHING))
         problems = self.observer.status(VANISHING).get("problems") or []
         for problem in problems[:2]:
             self.board.note(f"{VANISHING}: {problem.get('reason')}: {problem.get('message')}")
@@ -165,7 +167,7 @@ class Story:
             "ownerReferences": self.gone["metadata"].get("ownerReferences", []),
         }
         self.emulator.load_objects([back])
-        await self.pacer.until(f"{VANISHING} Ready", self.observer.phase_is("Ready", VANISHING))
+        await self.pacer.until(f"{VANISHING} Ready", self.observer.phase_is(Phase.READY, VANISHING))
         await self.components.release_and_place("ml/inference-1")
         await self.pacer.end_step()
 
@@ -176,7 +178,7 @@ class Story:
             "Bound pods are untouched; ml/trainer-1, whose claim is allocated there, is held.",
         )
         self.emulator.patch_object(LEDGERS, FREEZING, {"spec": {"frozen": True, "reason": "GPU driver upgrade"}})
-        await self.pacer.until(f"{FREEZING} Frozen", self.observer.phase_is("Frozen", FREEZING))
+        await self.pacer.until(f"{FREEZING} Frozen", self.observer.phase_is(Phase.FROZEN, FREEZING))
         slices, claims = list(self.observer.live(SLICES)), list(self.observer.live(CLAIMS))
         await self.components.admit(cluster.later_pods("frozen", now(), slices, claims))
         await self.pacer.until(
@@ -190,9 +192,9 @@ class Story:
             "The upgrade is done (`draledger resume`): the ledger is Ready and ml/trainer-1 is released.",
         )
         self.emulator.patch_object(LEDGERS, FREEZING, {"spec": {"frozen": False, "reason": None}})
-        await self.pacer.until(f"{FREEZING} Ready", self.observer.phase_is("Ready", FREEZING))
+        await self.pacer.until(f"{FREEZING} Ready", self.observer.phase_is(Phase.READY, FREEZING))
         await self.components.release_and_place("ml/trainer-1")
-        ready = self.observer.phase_is("Ready")
+        ready = self.observer.phase_is(Phase.READY)
         await self.pacer.until("every ledger Ready, no pod held", lambda: ready() and not self.observer.held())
         await self.pacer.end_step()
 

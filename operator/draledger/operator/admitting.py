@@ -10,38 +10,34 @@ Rules:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import aiohttp.web
 import kopf
 
 from draledger.core.accounting.release import GATE
+from draledger.operator.kopfcompat import CheckedWebhookServer
 from draledger.operator.metrics import Metrics
 
 
-class GatingWebhookServer(kopf.WebhookServer):
-    """Kopf's HTTPS webhook server, answering 400 to any body that is not an AdmissionReview request.
+def refusal(data: Any) -> str:
+    """Why a decoded body is no AdmissionReview request Kopf can serve ("" when it is one: rule 2)."""
+    review = data.get("request") if isinstance(data, dict) else None
+    if not isinstance(review, dict) or not isinstance(review.get("uid"), str):
+        return "not an AdmissionReview: no request.uid"
+    for key in ("object", "oldObject"):
+        if review.get(key) is not None and not isinstance(review[key], dict):
+            return f"request.{key} is not an object"
+    if not isinstance(review.get("userInfo", {}), dict):
+        return "request.userInfo is not an object"
+    return ""
 
-    Kopf itself answers 400 only to unparseable JSON and crashes with a 500 on, e.g., a JSON string;
-    an API server must always get a clear answer.
-    """
 
-    @staticmethod
-    async def _serve(fn: Any, request: aiohttp.web.Request) -> aiohttp.web.Response:
-        try:
-            data = json.loads(await request.text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise aiohttp.web.HTTPBadRequest(reason=f"not JSON: {error}") from None
-        review = data.get("request") if isinstance(data, dict) else None
-        if not isinstance(review, dict) or not isinstance(review.get("uid"), str):
-            raise aiohttp.web.HTTPBadRequest(reason="not an AdmissionReview: no request.uid")
-        for key in ("object", "oldObject"):
-            if review.get(key) is not None and not isinstance(review[key], dict):
-                raise aiohttp.web.HTTPBadRequest(reason=f"request.{key} is not an object")
-        if not isinstance(review.get("userInfo", {}), dict):
-            raise aiohttp.web.HTTPBadRequest(reason="request.userInfo is not an object")
-        return await kopf.WebhookServer._serve(fn, request)
+class GatingWebhookServer(CheckedWebhookServer):
+    """Kopf's HTTPS webhook server, answering 400 to any body that is not an AdmissionReview request (rule 2):
+    Kopf itself answers 400 only to unparseable JSON and 500 to, e.g., a JSON string; an API server must always
+    get a clear answer."""
+
+    refusal = staticmethod(refusal)
 
 
 def admission(spec: dict[str, Any], namespace: str, excluded: frozenset[str]) -> str:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from draledger.core.accounting.statuses import planned_statuses
+from draledger.core.keys import ClaimKey, NodeName
 from draledger.operator.kubeapi import ApiError, Conflict, KubeApi
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class Backfill:
         if self.disabled or not runtime.rebuilt.is_set():
             return False
         attempted = self.attempted
-        for pod in runtime.state.node_sums(node).special.values():  # every pod with claims, unsorted: any()
+        for pod in runtime.state.special_pods(NodeName(node)).values():  # every pod with claims, unsorted: any()
             if pod.claim_statuses is None and pod.claims:
                 version, attempts = attempted.get(pod.key, ("", 0))
                 if version != pod.resource_version or attempts < MAX_ATTEMPTS:
@@ -63,14 +64,14 @@ class Backfill:
         state = runtime.state
         if len(self.attempted) > 2 * len(state.pods) + 1000:
             self.attempted = {k: v for k, v in self.attempted.items() if k in state.pods}
-        for pod in state.pods_on(node):
+        for pod in state.pods_on(NodeName(node)):
             if pod.claim_statuses is not None or not pod.claims:
                 continue
             version, attempts = self.attempted.get(pod.key, ("", 0))
             attempts = attempts if version == pod.resource_version else 0
             if attempts >= MAX_ATTEMPTS:
                 continue
-            entries = planned_statuses(pod, state, runtime.config.numa_attributes)  # in the release's shape
+            entries = planned_statuses(pod, state.uses(pod), state.release)  # in the release's shape
             if not entries:
                 continue
             self.attempted[pod.key] = (pod.resource_version, attempts + 1)
@@ -107,7 +108,7 @@ class Backfill:
                     pod=f"{pod.namespace}/{pod.name}",
                     node=node,
                     claim=f"{pod.namespace}/{entry['resourceClaimName']}",
-                    claim_uid=(state.claim((pod.namespace, entry["resourceClaimName"])) or _NoClaim).uid,
+                    claim_uid=(state.claims.get(ClaimKey((pod.namespace, entry["resourceClaimName"]))) or _NoClaim).uid,
                 )
 
     def _disable(self, reason: str) -> None:

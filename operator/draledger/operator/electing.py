@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import kopf
 import structlog
 
+from draledger.operator import clocks
 from draledger.operator.kubeapi import ApiError, Conflict, KubeApi, NotFound
 from draledger.operator.leadership import LeaderElection, default_identity, lease_spec, micro_time
 
@@ -119,7 +119,7 @@ class Elector:
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
                 "metadata": {"name": election.name, "namespace": election.namespace},
-                "spec": lease_spec(self.identity, election.lease_duration, None, datetime.now(UTC)),
+                "spec": lease_spec(self.identity, election.lease_duration, None, clocks.now()),
             }
             try:
                 await self.api.create(self.path.rsplit("/", 1)[0], body, attempts=0)
@@ -140,7 +140,7 @@ class Elector:
         if holder and holder != self.identity and now < self._observed_at + duration:
             self._expires_at = self._observed_at + duration
             return False
-        update = {**lease, "spec": lease_spec(self.identity, election.lease_duration, spec, datetime.now(UTC))}
+        update = {**lease, "spec": lease_spec(self.identity, election.lease_duration, spec, clocks.now())}
         try:
             await self.api.request("PUT", self.path, body=update, attempts=0)
         except Conflict:
@@ -166,7 +166,7 @@ class Elector:
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") != self.identity:
                 return
-            now = micro_time(datetime.now(UTC))
+            now = micro_time(clocks.now())
             released = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": now, "acquireTime": now}
             await self.api.request("PUT", self.path, body={**lease, "spec": released}, attempts=0)
             log.info("leader election: lease released", identity=self.identity, lease=self.path)

@@ -7,13 +7,13 @@ from typing import Any
 
 import structlog
 
-from draledger.core.ledgers import API_VERSION, KIND
+from draledger.core.bodies import API_VERSION, KIND
+from draledger.core.phases import WARNINGS
 from draledger.operator.clocks import now_rfc3339
 from draledger.operator.kubeapi import ApiError, KubeApi
 from draledger.operator.metrics import Metrics
 
 log = structlog.get_logger("draledger")
-WARNING_PHASES = frozenset({"Stale", "Overcommitted", "Frozen"})
 
 
 def event_body(involved: dict[str, Any], reason: str, message: str, kind: str, now: str) -> dict[str, Any]:
@@ -47,7 +47,7 @@ async def send(api: KubeApi, body: dict[str, Any], metrics: Metrics) -> None:
 async def post(api: KubeApi, node: str, uid: str, old: str, new: str, message: str, metrics: Metrics) -> None:
     """A ledger's phase changed."""
     involved = {"apiVersion": API_VERSION, "kind": KIND, "name": node, "uid": uid}
-    kind = "Warning" if new in WARNING_PHASES else "Normal"
+    kind = "Warning" if new in WARNINGS else "Normal"  # core.phases, rule 3
     await send(api, event_body(involved, new, f"{old or 'new'} -> {new}: {message}", kind, now_rfc3339()), metrics)
 
 

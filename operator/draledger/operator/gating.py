@@ -43,6 +43,7 @@ import structlog
 
 from draledger.core.accounting.ledger import Flags, Ledger
 from draledger.core.accounting.release import GATE, Decision, NodeStanding, Standings, decide
+from draledger.core.keys import NodeName, PodKey
 from draledger.core.views import PodView
 from draledger.operator import clocks, events
 from draledger.operator.kubeapi import ApiError, Conflict, KubeApi, transport_cause
@@ -97,8 +98,8 @@ class Releaser:
         self.changed: set[str] = set()
         self.ready = asyncio.Event()  # the writer's term is written (rule 3)
         self.wake = runtime.release_wakeup
-        self.released: dict[tuple[str, str], PodView] = {}
-        self.reasons: dict[tuple[str, str], tuple[str, float, bool]] = {}  # pod -> (reason, since, said)
+        self.released: dict[PodKey, PodView] = {}
+        self.reasons: dict[PodKey, tuple[str, float, bool]] = {}  # pod -> (reason, since, said)
         self.retry_soon = False
         self.retry_in = RELEASE_RETRY
         self.relying: dict[asyncio.Task[None], tuple[str, ...] | None] = {}  # patches in flight -> their nodes
@@ -166,7 +167,7 @@ class Releaser:
             generation = generations.get(node, 0)
             known = computed.get(node)
             if known is None or known.generation != generation:
-                ledger = runtime.state.ledger(node, self.flags(node))
+                ledger = runtime.state.ledger(NodeName(node), self.flags(node))
                 if ledger is not None:
                     computed[node] = Computed(ledger, generation)
                     changed.add(node)
@@ -211,7 +212,7 @@ class Releaser:
             self._unsafe_sorted = sorted(unsafe)
         return Standings(cache, self._unsafe_sorted, self._revision)
 
-    def waiting(self) -> list[tuple[str, str]]:
+    def waiting(self) -> list[PodKey]:
         """The held pods to look at, in order; a released pod whose view changed since is forgotten."""
         pods, released = self.runtime.state.pods, self.released
         for key in [k for k, view in released.items() if pods.get(k) is not view]:
@@ -264,10 +265,10 @@ class Releaser:
             decision = decide(
                 pod,
                 standings,
-                state,
+                state.uses(pod),
+                state.release,
                 rebuilt=rebuilt,
                 cluster_frozen=runtime.config.frozen,
-                numa_attributes=runtime.config.numa_attributes,
                 streams_unhealthy=unhealthy,
                 outside=self.outside,
             )

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import kopf
 
-from draledger.core.ledgers import GROUP, PLURAL, VERSION
+from draledger.core.bodies import GROUP, PLURAL, VERSION
 from draledger.operator.admitting import GatingWebhookServer, register_webhook
 from draledger.operator.config import OperatorConfig
 from draledger.operator.runtime import Runtime

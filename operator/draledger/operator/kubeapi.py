@@ -28,6 +28,7 @@ import kopf
 import msgspec
 
 from draledger import __version__
+from draledger.operator import clocks
 
 JSON_PATCH = "application/json-patch+json"
 FIELD_MANAGER = "draledger"
@@ -103,7 +104,7 @@ class KubeApi:
         timeout: float = 30.0,
         connect_timeout: float | None = None,
         login: Callable[[], kopf.ConnectionInfo] | None = None,
-        now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+        now: Callable[[], datetime.datetime] = clocks.now,
     ) -> None:
         """``attempts`` retries of 429, 5xx and connection errors; ``timeout`` seconds per request, of which
         ``connect_timeout`` to connect (commands use short ones, so an unreachable server fails fast);

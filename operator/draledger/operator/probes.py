@@ -41,6 +41,5 @@ async def serve(app: web.Application, host: str, port: int) -> tuple[web.AppRunn
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
-    server = site._server
-    sockets = getattr(server, "sockets", None) or []
-    return runner, (sockets[0].getsockname()[1] if sockets else port)
+    addresses = runner.addresses  # the sockets bound: port 0 asks for a free port
+    return runner, (addresses[0][1] if addresses else port)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from draledger.core import releases
-from draledger.core.ledgers import GROUP, PLURAL
+from draledger.core.bodies import GROUP, PLURAL
 from draledger.operator import events
 from draledger.operator.clocks import now_rfc3339
 from draledger.operator.kubeapi import ApiError, KubeApi

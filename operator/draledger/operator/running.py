@@ -22,7 +22,7 @@ from typing import Any
 import kopf
 import structlog
 
-from draledger.operator import handlers, priming, probes
+from draledger.operator import handlers, kopfcompat, priming, probes
 from draledger.operator.config import OperatorConfig
 from draledger.operator.connecting import Source, credentials
 from draledger.operator.electing import FencedApi, elector_for
@@ -49,6 +49,7 @@ class Operator:
     """One operator instance; ``run()`` returns when ``stop`` is set."""
 
     def __init__(self, config: OperatorConfig, stop: asyncio.Event | None = None) -> None:
+        kopfcompat.check_version()  # before anything relies on Kopf's internals (one line naming the pin)
         self.config = config
         self.stop = stop or asyncio.Event()
         # Kopf stops on SIGINT/SIGTERM by itself. Given a stop flag as well, Kopf 1.45.2 leaves its task that
@@ -64,7 +65,7 @@ class Operator:
 
         # Leader election (operator.leadership): only the Lease holder writes; without it, always this one.
         election = config.leader_election
-        info = connection_info(config)  # once: an exec plugin runs once at the start, for every client
+        info = self.info = connection_info(config)  # once: an exec plugin runs once at the start, for every client
         self.elector = elector_for(election, info, login, self.runtime.clock, lambda _: self.runtime.wakeup.set())
         self.api = FencedApi(info, self.elector.write_window, login=login)
         self.writer = Writer(self.runtime, self.api, leads=self.elector.leads if election.enabled else None)
@@ -124,8 +125,7 @@ class Operator:
 
     async def run(self) -> None:
         registry = kopf.OperatorRegistry()
-        first = self.api._info
-        logins = iter([first])  # the credentials already loaded serve the first login; later ones load afresh
+        logins = iter([self.info])  # the credentials already loaded serve the first login; later ones load afresh
         handlers.register(registry, self.runtime, self.writer.stored,
                           lambda: next(logins, None) or connection_info(self.config))
         role = (lambda: self.elector.role) if self.config.leader_election.enabled else None

@@ -9,10 +9,10 @@ Rules:
    run concurrently, at most ``write_concurrency`` at once, and nothing waits for them: one node's slow or
    failing writes never hold another node's, nor the gate releases. A node with a write in flight is
    planned again when it is done; a node whose write failed waits its own backoff (exponential, capped).
-3. Write only on a semantic change: the content (everything but versions and timestamps) is compared with
-   what the API holds (``stored``: read back at start and from every ledger event); equal content means no
-   request. The writer owns that mirror, and composes each node's flags from the runtime's, the mirror's
-   freeze and the backfill's condition.
+3. Write only on a semantic change: what to write is planned against what the API holds (operator.planning, a pure
+   plan; ``stored``: read back at start and from every ledger event), and equal content means no request. The
+   writer owns that mirror, and composes each node's flags from the runtime's, the mirror's freeze and the
+   backfill's condition.
 4. What is stored is exactly what was computed: the whole ``/status`` is replaced by one JSON patch, guarded
    by a ``test`` of the stored ``ledgerVersion`` (or of the object's uid when it has no status yet). A failed
    test re-reads the object and plans again; a 404 re-reads it and creates it.
@@ -53,10 +53,11 @@ import msgspec
 import structlog
 
 from draledger.core.accounting.ledger import Flags, Ledger
-from draledger.core.ledgers import PLURAL, ledger_object, status_body
+from draledger.core.bodies import PLURAL, ledger_object
+from draledger.core.keys import NodeName
 from draledger.core.models import NodeAllocatableLedgerStatus, status_json
-from draledger.core.phases import SAFE
-from draledger.operator import events
+from draledger.core.phases import SAFE, Phase
+from draledger.operator import events, planning
 from draledger.operator.backfill import Backfill
 from draledger.operator.clocks import now_rfc3339
 from draledger.operator.gating import Releaser
@@ -169,7 +170,7 @@ class Writer:
         """Mark the stored ledgers Rebuilding, ``write_concurrency`` at a time. With ``--node-selector``, only
         the ledgers of the Nodes that match it now: a ledger of a node outside the canary is not this
         operator's, and nothing would ever write it again."""
-        names = sorted(name for name, stored in self.stored.existing() if stored.phase != "Rebuilding")
+        names = sorted(name for name, stored in self.stored.existing() if stored.phase != Phase.REBUILDING)
         selector = self.runtime.config.node_selector
         if selector and names:
             selected = {(obj.get("metadata") or {}).get("name")
@@ -180,13 +181,13 @@ class Writer:
     async def _mark_rebuilding(self, name: str) -> None:
         stored = self.stored.of(name)
         version = stored.ledger_version + 1
-        patch = {"status": {"phase": "Rebuilding", "ledgerVersion": version, "observedTime": now_rfc3339()}}
+        patch = {"status": {"phase": Phase.REBUILDING.value, "ledgerVersion": version, "observedTime": now_rfc3339()}}
         async with self._slots:
             sent = await self._send(name, "rebuilding", self.api.merge_patch(f"{LEDGERS}/{name}/status", patch))
         if sent:
             old = stored.phase
             stored.ledger_version = stored.guard_version = version
-            stored.phase, stored.content, stored.has_status = "Rebuilding", b"", True
+            stored.phase, stored.content, stored.has_status = Phase.REBUILDING, b"", True
             await self._phase_event(name, stored, old, "the operator (re)started; recounting every object")
 
     # ----- the loop -----
@@ -360,31 +361,17 @@ class Writer:
 
     # ----- one node -----
     def plan(self, node: str, dirty_since: float) -> Plan | None:
-        """The node's ledger now, and the status write it needs (synchronous: no event comes in between)."""
+        """The node's ledger now, and the status write it needs (operator.planning), scheduled (synchronous: no
+        event comes in between)."""
         runtime = self.runtime
         generation = runtime.generations.get(node, 0)
-        ledger = runtime.state.ledger(node, self.flags(node))
+        ledger = runtime.state.ledger(NodeName(node), self.flags(node))
         self.releaser.note(node, ledger, generation)
         if ledger is None:
             self.stored.forget(node)  # the Node is gone (its ledger goes with it, by ownerReference) or not selected
             return None
         runtime.metrics.observe_ledger(ledger)
-        stored = self.stored.of(node)
-        # Build the status once, with the versions a write would carry; its semantic content (the same
-        # without versions and timestamps) decides whether to write at all.
-        mapping_version = stored.mapping_version
-        if ledger.mapping_fingerprint != stored.fingerprint or mapping_version == 0:
-            mapping_version += 1
-        body = status_body(
-            ledger,
-            ledger_version=stored.ledger_version + 1,
-            mapping_version=mapping_version,
-            now=now_rfc3339(),
-            previous_conditions=stored.conditions,
-        )
-        content = semantic_content(body)
-        if stored.exists and stored.has_status and stored.content == content:
-            return Plan(ledger, None, content, dirty_since, generation)
+        body, content = planning.plan(ledger, self.stored.of(node), now_rfc3339())
         return Plan(ledger, body, content, dirty_since, generation)
 
     async def write_node(self, node: str, plan: Plan) -> None:
@@ -484,7 +471,7 @@ class Writer:
     @staticmethod
     def _phase_message(ledger: Ledger, stored: Stored) -> str:
         reasons = [c.message for c in ledger.conditions if c.status == "False" and c.type != "PodStatusBackfill"]
-        if ledger.phase == "Frozen":
+        if ledger.phase == Phase.FROZEN:
             reasons.insert(0, f"frozen: {stored.frozen_reason or 'no reason given'}")
         return "; ".join(reasons) or "all conditions hold"
 

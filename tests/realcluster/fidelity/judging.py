@@ -38,7 +38,7 @@ from tests.realcluster.fidelity.allocating import would_be
 from tests.realcluster.fidelity.devices import NUMA_ATTRIBUTES
 from tests.realcluster.fidelity.running import PROBE_LABEL, Outcome
 
-FLAGS = Flags(numa_attributes=NUMA_ATTRIBUTES)
+FLAGS = Flags()
 NODE_LABEL = "fidelity.draledger.dev/node"
 FIT_RESOURCES = ("cpu", "memory", "ephemeral-storage", "hugepages-2Mi", "hugepages-1Gi")
 
@@ -56,7 +56,7 @@ class Disagreement:
 
 def loaded(items: list[dict[str, Any]], release: Any) -> Loaded:
     """The objects under the release the case ran on (v1.38's objects look like v1.37's: it is never guessed)."""
-    return load(copy.deepcopy(items), "dump", release)
+    return load(copy.deepcopy(items), "dump", release, attributes=NUMA_ATTRIBUTES)
 
 
 def ledgers(state_items: list[dict[str, Any]], release: Any) -> dict[str, Ledger]:
@@ -116,7 +116,7 @@ def _shares_with(pod: Any, state: Any, skipped: set[str]) -> bool:
     """Whether the pod shares a claim with an uncharged pod: a mapped claim shared across pods has no single right
     status (``planned_statuses`` rule 5), and the scheduler, which never saw the other pod, wrote one."""
     return any(other[1] in skipped for claim in pod.claims if claim.claim_name
-               for other in state.consumers((pod.namespace, claim.claim_name)) if other != pod.key)
+               for other in state.objects.consumers((pod.namespace, claim.claim_name)) if other != pod.key)
 
 
 def judge_statuses(outcome: Outcome) -> list[Disagreement]:
@@ -128,7 +128,7 @@ def judge_statuses(outcome: Outcome) -> list[Disagreement]:
             continue
         raw = next(p for p in outcome.dump if p["kind"] == "Pod" and p["metadata"]["name"] == name)
         actual = raw.get("status", {}).get("nodeAllocatableResourceClaimStatuses")
-        planned = planned_statuses(pod, state, NUMA_ATTRIBUTES)
+        planned = planned_statuses(pod, state.uses(pod), state.release)
         if planned is None:
             if actual and not _shares_with(pod, state, skipped):
                 found.append(Disagreement(ns, "statuses", f"Pod/{name}", f"the project is unsure; scheduler: {actual}"))
@@ -164,7 +164,8 @@ def judge_charges(outcome: Outcome) -> list[Disagreement]:
         entries = pod.get("status", {}).get("nodeAllocatableResourceClaimStatuses") or []
         name = pod["metadata"]["name"]
         if name in skipped:
-            plan = planned_statuses(state.pods[(case.namespace, name)], state, NUMA_ATTRIBUTES)
+            view = state.pods[(case.namespace, name)]
+            plan = planned_statuses(view, state.uses(view), state.release)
             if plan is None:
                 unsure.add(node)
             entries = plan or []

@@ -28,6 +28,7 @@ from draledger.commands.report.palette import (
     TEXT,
     WARNING,
 )
+from draledger.core.phases import Phase
 
 FULL_WIDTH: Final = 440
 COMPACT_WIDTH: Final = 250
@@ -37,8 +38,8 @@ SHORT_NAMES: Final = {"ephemeral-storage": "ephemeral"}
 def _outline(node: Node) -> str:
     if node.overcommitted:
         return f' stroke="{WARNING}" stroke-width="2"'
-    if node.phase == "Stale":
-        return f' stroke="{PHASE_COLOURS["Stale"][0]}" stroke-width="2" stroke-dasharray="6 3"'
+    if node.phase == Phase.STALE:
+        return f' stroke="{PHASE_COLOURS[Phase.STALE][0]}" stroke-width="2" stroke-dasharray="6 3"'
     return f' stroke="{BORDER}" stroke-width="1"'
 
 

@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any, Final
 
 from draledger.core.figures import humanize_all
+from draledger.core.phases import Phase
 from draledger.core.quantities import ZERO, Quantity, QuantityError, parse_quantity
 
 RESOURCE_ORDER: Final = ("cpu", "memory")
@@ -112,7 +113,7 @@ class Node:
 
     @property
     def overcommitted(self) -> bool:
-        return self.phase == "Overcommitted" or any(line.free.nanos < 0 for line in self.lines)
+        return self.phase == Phase.OVERCOMMITTED or any(line.free.nanos < 0 for line in self.lines)
 
     @property
     def diverges(self) -> bool:
@@ -132,7 +133,7 @@ class Node:
         """0: overcommitted, 1: stale, 2: the rest (sorted first to last)."""
         if self.overcommitted:
             return 0
-        return 1 if self.phase == "Stale" else 2
+        return 1 if self.phase == Phase.STALE else 2
 
     @property
     def severity(self) -> int | None:
@@ -143,7 +144,7 @@ class Node:
         """
         if self.overcommitted:
             return 0
-        if self.phase != "Ready":
+        if self.phase != Phase.READY:
             return 1
         if self.problems or self.unreadable:
             return 2
@@ -202,7 +203,7 @@ def _zones(raw: object) -> list[ZoneLine]:
 
 def frozen_because(phase: str, spec: Mapping[str, Any] | None) -> str:
     """Why a ``phase`` ledger with ``spec`` (None: a bare status) is Frozen; "" when it is not."""
-    if phase != "Frozen":
+    if phase != Phase.FROZEN:
         return ""
     if spec is None:
         return "frozen"

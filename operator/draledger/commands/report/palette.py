@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from draledger.core.phases import Phase
+
 ORDINARY: Final = "#6f8fbf"  # ordinary (non-DRA) requests
 CLAIMS: Final = "#2a9d8f"  # DRA claims
 ORDINARY_INK: Final = "#3d5f94"  # text that names the ordinary segment
@@ -18,12 +20,12 @@ MUTED: Final = "#57606a"
 BORDER: Final = "#d0d7de"
 PAGE: Final = "#f6f8fa"
 CARD: Final = "#ffffff"
-PHASE_COLOURS: Final = {  # phase -> (fill, ink)
-    "Ready": ("#2e7d32", "#ffffff"),
-    "Stale": ("#f2a900", "#1f2328"),
-    "Overcommitted": (WARNING, "#ffffff"),
-    "Frozen": ("#0969da", "#ffffff"),
-    "Rebuilding": ("#6e7781", "#ffffff"),
+PHASE_COLOURS: Final[dict[str, tuple[str, str]]] = {  # phase -> (fill, ink)
+    Phase.READY: ("#2e7d32", "#ffffff"),
+    Phase.STALE: ("#f2a900", "#1f2328"),
+    Phase.OVERCOMMITTED: (WARNING, "#ffffff"),
+    Phase.FROZEN: ("#0969da", "#ffffff"),
+    Phase.REBUILDING: ("#6e7781", "#ffffff"),
 }
 UNKNOWN_PHASE: Final = ("#afb8c1", "#1f2328")
 FONT: Final = "Helvetica, Arial, 'DejaVu Sans', 'Liberation Sans', sans-serif"

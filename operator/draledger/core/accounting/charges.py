@@ -11,18 +11,20 @@ and `Stale`", 9 "`schedulerCharged` and divergence"):
 3. ``nanos``/``units``: the footprint with the ledger's own shares (what ``requested`` sums); ``scheduler_*``: the
    footprint the release's scheduler charges the bound pod from its status (kube-scheduler's ``NodeInfo``).
 4. ``charged``: what the pod's status entries say was charged for its claims (entries of the release's shape).
-5. A charge depends on the pod, its claims, their contributions and their consumers, never on the other pods of
-   its node: a catalog may keep it (``ClusterState`` does), and the node's pass only enters it.
+5. A charge depends on the pod and its claims' facts (their views, contributions and consumers: accounting.inputs),
+   never on the other pods of its node: the state keeps it per pod, and the node's pass only enters it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from draledger.core.accounting.footprints import DraCharge, entry_charge, footprint, status_charge
-from draledger.core.accounting.uses import ClaimUse, UseCatalog, claim_uses, dra_charge
+from draledger.core.accounting.uses import ClaimFacts, ClaimUse, claim_uses, dra_charge
+from draledger.core.keys import ClaimKey
 from draledger.core.quantities import scheduler_units
-from draledger.core.releases import status_shape
+from draledger.core.releases import Release, status_shape
 from draledger.core.resources import Resources, add_into
 from draledger.core.views import PodView, Problem
 from draledger.core.views.problems import ObjectRef
@@ -42,9 +44,8 @@ class PodCharge(NamedTuple):
     scheduler_units: dict[str, int]
 
 
-def pod_charge(pod: PodView, catalog: UseCatalog, attributes: tuple[str, ...]) -> PodCharge:
-    """The pod's ``PodCharge`` (rules 1 to 4)."""
-    release = catalog.release
+def pod_charge(pod: PodView, facts: Mapping[ClaimKey, ClaimFacts], release: Release) -> PodCharge:
+    """The pod's ``PodCharge`` (rules 1 to 4), from its claims' facts (``uses.claim_keys``)."""
     problems = tuple(
         Problem(
             "UnresolvedTemplateClaim",
@@ -55,7 +56,7 @@ def pod_charge(pod: PodView, catalog: UseCatalog, attributes: tuple[str, ...]) -
         for pod_claim in pod.claims
         if pod_claim.claim_name is None
     )
-    uses = claim_uses(pod, catalog, attributes)
+    uses = claim_uses(pod, facts, release)
     shares = tuple(
         use.share() if use.resolved else entry_charge(use.status, release) if use.status is not None
         else DraCharge({}, {})

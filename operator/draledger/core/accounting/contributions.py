@@ -24,8 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from draledger.core.accounting.catalog import Catalog
 from draledger.core.accounting.zones import zone_of
+from draledger.core.keys import PoolKey
+from draledger.core.pools import Pool
 from draledger.core.quantities import ZERO, Quantity
 from draledger.core.releases import Release
 from draledger.core.resources import Resources, add_into
@@ -71,16 +72,18 @@ def lookup_consumed(consumed: Mapping[str, Quantity], key: str, driver: str, rel
 
 
 def contribution(
-    claim: ClaimView, catalog: Catalog, numa_attributes: tuple[str, ...], release: Release
+    claim: ClaimView, pools: Mapping[PoolKey, Pool], attributes: tuple[str, ...], release: Release
 ) -> Contribution:
+    """What the claim's results charge under ``release`` (rules 1 to 7), its devices' zones read by ``attributes``."""
     out = Contribution()
     for result in claim.results:
-        device = catalog.device(result.pool_key, result.device)
-        zone = zone_of(device, result.driver, numa_attributes) if device is not None else None
+        pool = pools.get(result.pool_key)
+        device = pool.devices.get(result.device) if pool is not None else None
+        zone = zone_of(device, result.driver, attributes) if device is not None else None
         out.devices.append(DeviceRef(result.driver, result.pool, result.device, zone))
         if device is None:
             out.resolved = False
-            out.problems.append(_missing(catalog, result))
+            out.problems.append(_missing(pool, result))
             continue
         for resource, mapping in device.mappings_in(release).items():
             if mapping.multiplier is not None:
@@ -100,12 +103,12 @@ def contribution(
     return out
 
 
-def _missing(catalog: Catalog, result: AllocationResult) -> tuple[str, str]:
+def _missing(pool: Pool | None, result: AllocationResult) -> tuple[str, str]:
     where = f"{result.driver}/{result.pool}"
-    invalid = catalog.pool_invalid(result.pool_key)
+    invalid = pool.invalid if pool is not None else ""
     if invalid:
         return "InvalidPool", f"pool {where} is invalid ({invalid}): device {result.device} resolves to nothing"
-    if catalog.pool_exists(result.pool_key):
+    if pool is not None:
         return "MissingDevice", f"device {where}/{result.device} is not in the newest generation of its pool"
     return "MissingResourceSlice", f"no ResourceSlice publishes pool {where} (device {result.device})"
 

@@ -11,32 +11,33 @@ once", 10 "Phases and conditions"):
 3. Each claim enters once, however many containers or pods reference it (accounting.charges, rule 1).
 4. Problems of a release (``Problem.releases``) appear only under that release.
 5. Conditions and phase: accounting.conditions.
-6. What a claim-using pod adds is its ``PodCharge``, which depends on the pod and its claims only: a catalog may keep
-   it (``ClusterState`` does, so an event charges the one pod it changed), and the node's pass only enters it.
+6. ``compute`` reads plain data only (``NodeInputs``) and calls nothing back: the node's running sums, the charge of
+   each pod the sums cannot stand for (claims, claim statuses, problems), and what the node's slices give, each kept
+   by the state per object (accounting.inputs), as kube-scheduler's ``NodeInfo`` keeps its sums.
 """
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from draledger.core.accounting import conditions
-from draledger.core.accounting.catalog import Catalog, ClaimKey
 from draledger.core.accounting.charges import PodCharge
 from draledger.core.accounting.conditions import Condition
 from draledger.core.accounting.contributions import STALE_REASONS, Contribution, DeviceRef
+from draledger.core.accounting.sums import NodeSums
 from draledger.core.accounting.uses import ClaimUse
-from draledger.core.accounting.zones import DEFAULT_NUMA_ATTRIBUTES, zone_capacity
+from draledger.core.keys import ClaimKey, PodKey, PoolKey
 from draledger.core.phases import Phase
+from draledger.core.pools import Pool
 from draledger.core.quantities import ZERO, Quantity, scheduler_units
 from draledger.core.releases import Release
 from draledger.core.resources import Resources, add_into
-from draledger.core.views import ClaimView, NodeView, PodView, Problem
+from draledger.core.views import NodeView, PodView, Problem
 from draledger.core.views.mappings import is_node_allocatable
 from draledger.core.views.problems import ObjectRef
 
-__all__ = ["Condition", "Flags", "Ledger", "LedgerCatalog", "RejectedSlice", "ResourceLine", "compute"]
+__all__ = ["Condition", "Flags", "Ledger", "NodeInputs", "RejectedSlice", "ResourceLine", "compute"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +63,6 @@ class Flags:
     frozen: bool = False
     watch_stale: str = ""  # non-empty: why the watch data is older than the freshness window
     pod_status: tuple[str, str, str] | None = None  # operator only: (status, reason, message) of backfill
-    numa_attributes: tuple[str, ...] = DEFAULT_NUMA_ATTRIBUTES
     rejected_slices: tuple[RejectedSlice, ...] = ()  # operator only: this node's refused slice regressions
 
 
@@ -142,44 +142,31 @@ class _ClaimAcc:
     problems: list[str] = field(default_factory=list)
 
 
-class NodeSumsLike(Protocol):
-    claimless: dict[str, int]
-    claimed: dict[str, int]
-    claimless_units: dict[str, int]
-    special: dict[tuple[str, str], PodView]
+@dataclass(frozen=True, slots=True)
+class NodeInputs:
+    """What one node's ledger is computed from, as plain data (rule 6); only to be read."""
+
+    release: Release
+    sums: NodeSums  # the running sums of the node's counted pods (accounting.sums)
+    charges: Mapping[PodKey, PodCharge]  # of each pod of ``sums.special`` with claims or claim statuses
+    slice_problems: tuple[Problem, ...]  # of the ResourceSlices published for the node
+    node_pools: frozenset[PoolKey]  # the pools with a slice published for the node
+    pools: Mapping[PoolKey, Pool]  # every pool there is: the ledger judges those it names
+    zone_capacity: Mapping[int, Resources]  # what each NUMA zone could hold (accounting.zones)
+    fingerprint: str  # accounting.fingerprints
 
 
-class LedgerCatalog(Catalog, Protocol):
-    """A catalog as the node's pass asks it: its lookups, and the derived values it may keep (``ClusterState``
-    caches them; the tests' oracle computes each one when asked)."""
-
-    def node_sums(self, node: str) -> NodeSumsLike:
-        """The running sums of the node's counted pods (accounting.sums)."""
-
-    def contribution(self, claim: ClaimView, attributes: tuple[str, ...]) -> Contribution:
-        """``contributions.contribution(claim, self, attributes, self.release)`` (a catalog may cache it)."""
-
-    def mapping_fingerprint(self, node: str) -> str:
-        """``ledger.mapping_fingerprint(self, node)`` (a catalog may cache it)."""
-
-    def zone_capacity(self, node: str, attributes: tuple[str, ...]) -> dict[int, Resources]:
-        """``ledger.node_zone_capacity(self, node, attributes)`` (a catalog may cache it; only to be read)."""
-
-    def pod_charge(self, pod: PodView, attributes: tuple[str, ...]) -> PodCharge:
-        """``charges.pod_charge(pod, self, attributes)`` (a catalog may cache it)."""
-
-
-def compute(node: NodeView, catalog: LedgerCatalog, flags: Flags = Flags()) -> Ledger:
+def compute(node: NodeView, inputs: NodeInputs, flags: Flags = Flags()) -> Ledger:
     """One node's ledger: the node's running sums for its pods, and a visit of the pods the sums cannot stand
     for (claims, claim statuses, problems)."""
-    release = catalog.release
-    attributes = flags.numa_attributes
-    problems: list[Problem] = [*node.problems, *catalog.slice_problems(node.name)]
+    release = inputs.release
+    problems: list[Problem] = [*node.problems, *inputs.slice_problems]
     accs: dict[ClaimKey, _ClaimAcc] = {}
     claims_total: Resources = {}
     charged_total: Resources = {}
     zone_claims: dict[int, Resources] = {}
-    sums = catalog.node_sums(node.name)
+    sums = inputs.sums
+    charges = inputs.charges
     requested_nanos = dict(sums.claimless)
     requested_units = dict(sums.claimless_units)
     scheduler_nanos = dict(sums.claimless)
@@ -189,7 +176,7 @@ def compute(node: NodeView, catalog: LedgerCatalog, flags: Flags = Flags()) -> L
         problems.extend(pod.problems)
         if not (pod.claims or pod.claim_statuses):
             continue
-        charge = catalog.pod_charge(pod, attributes)
+        charge = charges[key]
         problems.extend(charge.problems)
         _enter(pod, charge, accs, zone_claims, problems)
         add_into(claims_total, charge.charge)
@@ -223,8 +210,8 @@ def compute(node: NodeView, catalog: LedgerCatalog, flags: Flags = Flags()) -> L
             scheduler_requested_units=scheduler_units_.get(name, 0),
         )
 
-    zones = _zones(catalog.zone_capacity(node.name, attributes), zone_claims)
-    stale_reasons = _pool_problems(catalog, node.name, accs, problems)
+    zones = _zones(inputs.zone_capacity, zone_claims)
+    stale_reasons = _pool_problems(inputs, accs, problems)
     for rejected in flags.rejected_slices:
         stale_reasons.add("GenerationRegression")
         problems.append(
@@ -262,7 +249,7 @@ def compute(node: NodeView, catalog: LedgerCatalog, flags: Flags = Flags()) -> L
         claims=claims,
         conditions=found,
         problems=tuple(p for p in problems if p.applies(release)),
-        mapping_fingerprint=catalog.mapping_fingerprint(node.name),
+        mapping_fingerprint=inputs.fingerprint,
         rejected_slices=flags.rejected_slices,
         release=release,
     )
@@ -331,7 +318,7 @@ def _claim_line(acc: _ClaimAcc) -> ClaimLine:
     )
 
 
-def _zones(capacity: dict[int, Resources], zone_claims: dict[int, Resources]) -> dict[int, dict[str, ZoneLine]]:
+def _zones(capacity: Mapping[int, Resources], zone_claims: dict[int, Resources]) -> dict[int, dict[str, ZoneLine]]:
     """``capacity`` is only read (a caller may pass a cached value)."""
     zones: dict[int, dict[str, ZoneLine]] = {}
     for zone in sorted(capacity.keys() | zone_claims.keys()):
@@ -343,23 +330,24 @@ def _zones(capacity: dict[int, Resources], zone_claims: dict[int, Resources]) ->
     return zones
 
 
-def _pool_problems(
-    catalog: Catalog, node: str, accs: dict[ClaimKey, _ClaimAcc], problems: list[Problem]
-) -> set[str]:
-    pools = set(catalog.node_pools(node))
+def _pool_problems(inputs: NodeInputs, accs: dict[ClaimKey, _ClaimAcc], problems: list[Problem]) -> set[str]:
+    """The node's pools and those of its claims' devices: invalid or incomplete ones are problems."""
+    pools = set(inputs.node_pools)
     for acc in accs.values():
         if acc.contribution:
-            pools.update((d.driver, d.pool) for d in acc.contribution.devices)
+            pools.update(PoolKey((d.driver, d.pool)) for d in acc.contribution.devices)
     reasons: set[str] = set()
+    known = inputs.pools
     for pool in sorted(pools):
-        if not catalog.pool_exists(pool):
+        found = known.get(pool)
+        if found is None:
             continue
-        invalid = catalog.pool_invalid(pool)
+        invalid = found.invalid
         if invalid:
             reasons.add("InvalidPool")
             problems.append(Problem("InvalidPool", f"pool {pool[0]}/{pool[1]} is invalid: {invalid}; the allocator "
                                     "allocates nothing from it, and its devices resolve to nothing here"))
-        if not catalog.pool_complete(pool):
+        if not found.complete:
             reasons.add("IncompletePool")
             problems.append(
                 Problem(
@@ -370,29 +358,3 @@ def _pool_problems(
             )
     return reasons
 
-
-def mapping_fingerprint(catalog: Catalog, node: str) -> str:
-    """A digest of the node's mapping inputs under the catalog's release: the release, and for every device
-    published for the node (newest generation) its driver, pool and name, and per mapping the release counts
-    the capacity key, the multiplier, the overhead and the capacity the key names (``DeviceView.capacity_of``,
-    the lookup zones use), each as an explicit field (quantities in nano-units)."""
-
-    def nanos(quantity: Quantity | None) -> str:
-        return "-" if quantity is None else str(quantity.nanos)
-
-    release = catalog.release
-    digest = hashlib.sha256(f"{release}\0".encode())
-    for (driver, pool), device in sorted(catalog.node_devices(node), key=lambda d: (d[0], d[1].name)):
-        digest.update(f"{driver}\0{pool}\0{device.name}\0".encode())
-        for resource, mapping in sorted(device.mappings_in(release).items()):
-            key = mapping.capacity_key
-            capacity = device.capacity_of(key) if key is not None else None
-            fields = (resource, key or "-", nanos(mapping.multiplier), nanos(mapping.per_pod),
-                      nanos(mapping.per_container), nanos(capacity))
-            digest.update(("\0".join(fields) + "\0").encode())
-    return digest.hexdigest()[:16]
-
-
-def node_zone_capacity(catalog: Catalog, node: str, attributes: tuple[str, ...]) -> dict[int, Resources]:
-    """What each NUMA zone of the node could hold: depends only on the node's ResourceSlices and the release."""
-    return zone_capacity(catalog.node_devices(node), attributes, catalog.release)

@@ -36,11 +36,12 @@ from typing import Any
 
 from draledger.core.accounting.contributions import STALE_REASONS
 from draledger.core.accounting.footprints import NO_CHARGE, DraCharge, footprint
-from draledger.core.accounting.uses import UseCatalog, claim_uses, dra_charge
+from draledger.core.accounting.uses import ClaimUse, dra_charge
 from draledger.core.phases import SAFE
 from draledger.core.quantities import ZERO, Quantity, scheduler_units
 from draledger.core.records import ANNOTATION as ANNOTATION
 from draledger.core.records import Record
+from draledger.core.releases import Release
 from draledger.core.views import PodView
 from draledger.core.views.pods import GATE as GATE
 
@@ -119,17 +120,15 @@ class Decision:
     needed: Mapping[str, int] = field(default_factory=dict)  # a pinned pod's footprint, in scheduler units
 
 
-def _claims_charge(
-    pod: PodView, catalog: UseCatalog, numa_attributes: tuple[str, ...]
-) -> tuple[DraCharge, set[str] | None, list[str], list[str]]:
+def _claims_charge(uses: Sequence[ClaimUse]) -> tuple[DraCharge, set[str] | None, list[str], list[str]]:
     """The DRA part of the pod's footprint (its allocated claims, each with its mapping: the pod will carry it),
-    the nodes its allocated claims pin it to (None: unpinned), the claims it names that are not in the catalog
+    the nodes its allocated claims pin it to (None: unpinned), the claims it names that are not in the state
     yet, and why its allocated claims do not resolve."""
     shares: list[DraCharge] = []
     unseen: list[str] = []
     unresolved: list[str] = []
     pinned: set[str] | None = None
-    for use in claim_uses(pod, catalog, numa_attributes):
+    for use in uses:
         claim, contrib = use.claim, use.contribution
         where = f"{use.key[0]}/{use.key[1]}"
         if claim is None or contrib is None:
@@ -143,11 +142,8 @@ def _claims_charge(
         if not contrib.resolved:
             unresolved.extend(f"{where}: {message}" for reason, message in contrib.problems if reason in STALE_REASONS)
             continue
-        incomplete = sorted(
-            {f"{r.driver}/{r.pool}" for r in claim.results if not catalog.pool_complete(r.pool_key)}
-        )
-        if incomplete:
-            unresolved.append(f"{where}: pool {', '.join(incomplete)} is incomplete")
+        if use.incomplete:
+            unresolved.append(f"{where}: pool {', '.join(use.incomplete)} is incomplete")
             continue
         shares.append(use.share(with_mapping=True))
     return dra_charge(shares) if shares else NO_CHARGE, pinned, unseen, unresolved
@@ -176,29 +172,30 @@ def _explained(names: Sequence[str], nodes: Mapping[str, NodeStanding]) -> str:
 def decide(
     pod: PodView,
     standings: Standings,
-    catalog: UseCatalog,
+    uses: Sequence[ClaimUse],
+    release: Release,
     *,
     rebuilt: bool,
     cluster_frozen: bool,
-    numa_attributes: tuple[str, ...],
     streams_unhealthy: str = "",
     outside: Container[str] = frozenset(),
 ) -> Decision:
-    """``standings``: every node of ours, now; ``outside``: nodes seen but not selected."""
+    """``standings``: every node of ours, now; ``uses``: the pod's claims' uses (``ClusterState.uses``); ``outside``:
+    nodes seen but not selected."""
     if not rebuilt:
         return Decision(False, "Rebuilding", "the ledgers are being rebuilt and stored (an operator start or takeover)")
     if cluster_frozen:
         return Decision(False, "Frozen", "admission of new claim pods is frozen cluster-wide")
     if streams_unhealthy:
         return Decision(False, "WatchUnhealthy", f"the ledgers cannot vouch for any node now: {streams_unhealthy}")
-    charge, pinned, unseen, unresolved = _claims_charge(pod, catalog, numa_attributes)
+    charge, pinned, unseen, unresolved = _claims_charge(uses)
     if unseen:
         return Decision(False, "ClaimNotSeen", f"waiting to see its ResourceClaim {', '.join(unseen)}")
     if unresolved:
         return Decision(False, "ClaimUnresolved", "; ".join(unresolved))
     nodes = standings.nodes
     if pinned is not None:
-        return _pinned(pod, sorted(pinned), standings, _units(footprint(pod, charge, catalog.release)), outside)
+        return _pinned(pod, sorted(pinned), standings, _units(footprint(pod, charge, release)), outside)
     if nodes and len(standings.unsafe) == len(nodes):
         return Decision(False, "NoReadyNode", f"no node's ledger is Ready: {_explained(standings.unsafe, nodes)}")
     unsafe = list(standings.unsafe)

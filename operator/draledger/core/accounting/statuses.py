@@ -19,23 +19,22 @@ Rules (kube-scheduler's DynamicResources plugin, ``buildNodeAllocatableDRAInfo``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from draledger.core.accounting.uses import UseCatalog, claim_uses
-from draledger.core.releases import status_shape
+from draledger.core.accounting.uses import ClaimUse
+from draledger.core.releases import Release, status_shape
 from draledger.core.views import PodView
 
 
-def planned_statuses(
-    pod: PodView, catalog: UseCatalog, numa_attributes: tuple[str, ...]
-) -> list[dict[str, Any]] | None:
-    """The entries to write, ``[]`` when the scheduler would write none, or None when unsure (rules 1 to 5)."""
-    release = catalog.release
+def planned_statuses(pod: PodView, uses: Sequence[ClaimUse], release: Release) -> list[dict[str, Any]] | None:
+    """The entries to write for the pod whose claims' uses are ``uses`` (``ClusterState.uses``), ``[]`` when the
+    scheduler would write none, or None when unsure (rules 1 to 5)."""
     shape = status_shape(release)
     if any(c.claim_name is None for c in pod.claims):
         return None
     entries: list[dict[str, Any]] = []
-    for use in claim_uses(pod, catalog, numa_attributes):
+    for use in uses:
         claim, contrib = use.claim, use.contribution
         if claim is None or contrib is None or not claim.allocated:
             return None

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from draledger.core.accounting.catalog import PodKey
 from draledger.core.accounting.footprints import plain_footprint
+from draledger.core.keys import PodKey
 from draledger.core.quantities import Quantity, scheduler_units
 from draledger.core.releases import Release
 from draledger.core.views import PodView

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from draledger.core.accounting.catalog import PoolKey
+from draledger.core.keys import PoolKey
 from draledger.core.releases import Release
 from draledger.core.resources import Resources, add_into
 from draledger.core.views import DeviceView

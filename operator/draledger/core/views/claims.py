@@ -7,9 +7,11 @@ import dataclasses
 import sys
 from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+from draledger.core.keys import ClaimKey, PoolKey
 from draledger.core.quantities import Quantity
+from draledger.core.views.fields import IDENTITY, LEAF, Fields
 from draledger.core.views.problems import Problem, Reader, ref_of
 
 
@@ -22,8 +24,8 @@ class AllocationResult:
     consumed: dict[str, Quantity] | None  # None: no consumedCapacity (single-allocation devices)
 
     @property
-    def pool_key(self) -> tuple[str, str]:
-        return (self.driver, self.pool)
+    def pool_key(self) -> PoolKey:
+        return PoolKey((self.driver, self.pool))
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +39,10 @@ class ClaimView:
     allocation_nodes: tuple[str, ...] = ()  # from status.allocation.nodeSelector: metadata.name In [...]
     problems: tuple[Problem, ...] = ()
     # (namespace, name), built once: the state indexes and the runtime's uid map share this one tuple.
-    key: tuple[str, str] = dataclasses.field(init=False, repr=False, compare=False)
+    key: ClaimKey = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", (self.namespace, self.name))
+        object.__setattr__(self, "key", ClaimKey((self.namespace, self.name)))
 
 
 def _allocation_nodes(terms: list[Any], reader: Reader) -> tuple[str, ...]:
@@ -109,3 +111,9 @@ def read_claim(raw: AbstractMapping[str, Any]) -> ClaimView:
         allocation_nodes=_allocation_nodes(terms, reader),
         problems=tuple(reader.problems),
     )
+
+
+FIELDS: Final[Fields] = {  # views.fields: what ``read_claim`` reads
+    "metadata": IDENTITY,
+    "status": {"allocation": LEAF, "reservedFor": LEAF},
+}

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+from draledger.core.keys import NodeName
 from draledger.core.quantities import Quantity
+from draledger.core.views.fields import IDENTITY, LEAF, Fields
 from draledger.core.views.problems import Problem, Reader, ref_of
 
 
 @dataclass(frozen=True, slots=True)
 class NodeView:
-    name: str
+    name: NodeName
     uid: str
     allocatable: dict[str, Quantity]
     ready: bool
@@ -40,7 +42,7 @@ def read_node(raw: AbstractMapping[str, Any]) -> NodeView:
     }
     info = reader.mapping(status.get("nodeInfo"), "status.nodeInfo")
     return NodeView(
-        name=reader.ref.name,
+        name=NodeName(reader.ref.name),
         uid=reader.string(meta.get("uid"), "metadata.uid"),
         allocatable=allocatable,
         ready=ready,
@@ -49,3 +51,9 @@ def read_node(raw: AbstractMapping[str, Any]) -> NodeView:
         problems=tuple(reader.problems),
         kubelet_version=reader.string(info.get("kubeletVersion"), "status.nodeInfo.kubeletVersion"),
     )
+
+
+FIELDS: Final[Fields] = {  # views.fields: what ``read_node`` reads
+    "metadata": {**IDENTITY, "labels": LEAF},
+    "status": {"allocatable": LEAF, "conditions": LEAF, "nodeInfo": {"kubeletVersion": LEAF}},
+}

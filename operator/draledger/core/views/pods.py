@@ -25,8 +25,8 @@ Rules:
    the effective pod-level request is ``max(spec, actuated, allocated)`` (spec left out when Infeasible): v1.36 for
    the names the spec sets (a name the maximum lacks is 0), v1.37 and v1.38 for every supported name in it.
 6. Every defect is a named problem; nothing raises.
-7. Pods of one template request the same: equal ordinary requests share one dict (``shared``; views never
-   change), up to ``SHARED_CAP`` distinct ones. It is most of what a pod's requests cost in memory.
+7. Pods of one template request the same: equal ordinary requests share one dict (views.sharing). The entries of
+   ``status.nodeAllocatableResourceClaimStatuses`` are read by views.charged.
 """
 
 from __future__ import annotations
@@ -35,15 +35,20 @@ import sys
 from collections.abc import Callable
 from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
+from draledger.core.keys import NodeName, PodKey
 from draledger.core.quantities import ZERO, Quantity
 from draledger.core.resources import Entry, aggregate, maximum
+from draledger.core.views.charged import ClaimStatus, read_claim_statuses
+from draledger.core.views.fields import IDENTITY, LEAF, PRESENCE, Fields
 from draledger.core.views.problems import Problem, Reader, ref_of
+from draledger.core.views.sharing import NONE, shared
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 GATE = "draledger.dev/ledger-ready"  # the product's scheduling gate: the webhook adds it, the release removes it
 Requests = dict[str, Quantity]
+__all__ = ["GATE", "ClaimStatus", "PodClaim", "PodView", "is_pod_level", "read_pod"]
 
 
 class PodClaim(NamedTuple):
@@ -59,28 +64,6 @@ class PodClaim(NamedTuple):
     def containers(self) -> tuple[str, ...]:
         """The distinct containers that reference the claim, in order."""
         return tuple(dict.fromkeys(self.references))
-
-
-class ClaimStatus(NamedTuple):
-    """One entry of ``status.nodeAllocatableResourceClaimStatuses`` (v1.36 or v1.37 shape)."""
-
-    claim_name: str
-    containers: tuple[str, ...]
-    mapping: dict[str, Quantity]  # v1.36 ``resources`` or v1.37 ``mapping``
-    per_pod: dict[str, Quantity]  # v1.37 overhead
-    per_container: dict[str, Quantity]  # v1.37 overhead
-    shape: str  # "v1.36" | "v1.37"
-
-    def charged(self) -> dict[str, Quantity]:
-        """What the scheduler charged for this claim: mapping + perPod + perContainer × containers."""
-        out = dict(self.mapping)
-        for name, quantity in self.per_pod.items():
-            out[name] = out[name] + quantity if name in out else quantity
-        count = len(self.containers)
-        for name, quantity in self.per_container.items():
-            extra = quantity.times(count)
-            out[name] = out[name] + extra if name in out else extra
-        return out
 
 
 class Resize(NamedTuple):
@@ -119,7 +102,7 @@ class PodView(NamedTuple):
     name: str
     uid: str
     resource_version: str
-    node_name: str
+    node_name: NodeName
     phase: str
     ordinary: Requests
     pod_level: Requests
@@ -128,7 +111,7 @@ class PodView(NamedTuple):
     claim_statuses: tuple[ClaimStatus, ...] | None  # None: the field is absent (never charged)
     scheduling_gates: tuple[str, ...]
     gate_info: GateInfo | None
-    key: tuple[str, str]  # (namespace, name), built once: every index shares this one tuple
+    key: PodKey  # (namespace, name), built once: every index shares this one tuple
     problems: tuple[Problem, ...] = ()
     resize: Resize | None = None
     layout: Layout | None = None  # only for pods that use claims or carry claim statuses
@@ -140,24 +123,6 @@ class PodView(NamedTuple):
 
 
 _intern = sys.intern
-_NONE: Requests = {}  # the pod-level requests and overhead most pods do not have: one shared empty dict
-SHARED_CAP = 1 << 16
-_SHARED: dict[tuple[tuple[str, Quantity], ...], Requests] = {}  # rule 7
-
-
-def shared(requests: Requests) -> Requests:
-    """The one dict kept for requests equal to ``requests`` (rule 7): ``requests`` itself the first time."""
-    if not requests:
-        return _NONE
-    key = tuple(requests.items())
-    found = _SHARED.get(key)
-    if found is not None:
-        return found
-    if len(_SHARED) < SHARED_CAP:
-        _SHARED[key] = requests
-    return requests
-
-
 class _Status(NamedTuple):
     resources: bool  # the status has ``resources`` (what v1.36 looks at)
     actuated: Requests | None  # status.resources.requests (None: absent)
@@ -191,7 +156,7 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
                 references.append((reader.string(ref.get("name"), f"{path}.resources.claims[{cindex}].name"), cname))
     ordinary = aggregate(containers)
     claims = _claims(reader, spec, status, references)
-    claim_statuses = _claim_statuses(reader, status)
+    claim_statuses = read_claim_statuses(reader, status)
 
     spec_resources = reader.mapping(spec.get("resources"), "spec.resources")
     pod_level = {
@@ -212,7 +177,7 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
     layout = None
     if claims or claim_statuses is not None:
         layout = Layout(tuple(containers), None if resize is None else tuple(
-            Entry(c.name, _allocated(c, statuses.get(c.name), resize.infeasible) or _NONE, c.init, c.restartable)
+            Entry(c.name, _allocated(c, statuses.get(c.name), resize.infeasible) or NONE, c.init, c.restartable)
             for c in containers
         ))
     return PodView(
@@ -220,11 +185,11 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
         name=reader.ref.name,
         uid=reader.string(meta.get("uid"), "metadata.uid"),
         resource_version=reader.string(meta.get("resourceVersion"), "metadata.resourceVersion"),
-        node_name=_intern(reader.string(spec.get("nodeName"), "spec.nodeName")),
+        node_name=NodeName(_intern(reader.string(spec.get("nodeName"), "spec.nodeName"))),
         phase=_intern(reader.string(status.get("phase"), "status.phase")),
         ordinary=shared(ordinary),
-        pod_level=pod_level or _NONE,
-        overhead=overhead or _NONE,
+        pod_level=pod_level or NONE,
+        overhead=overhead or NONE,
         claims=claims,
         claim_statuses=claim_statuses,
         scheduling_gates=gates,
@@ -236,7 +201,7 @@ def read_pod(raw: AbstractMapping[str, Any]) -> PodView:
         )
         if GATE in gates
         else None,
-        key=(namespace, reader.ref.name),
+        key=PodKey((namespace, reader.ref.name)),
         problems=tuple(reader.problems),
         resize=resize,
         layout=layout,
@@ -365,7 +330,7 @@ def _resize(
         return effective(dict(c.requests), found.actuated, found.allocated)
 
     def each(requests_of: Callable[[Entry, _Status | None, bool], Requests | None]) -> Requests:
-        return aggregate(Entry(c.name, requests_of(c, statuses.get(c.name), infeasible) or _NONE, c.init,
+        return aggregate(Entry(c.name, requests_of(c, statuses.get(c.name), infeasible) or NONE, c.init,
                                c.restartable) for c in containers)
 
     maps = pod_allocated is not None and pod_actuated is not None
@@ -385,47 +350,15 @@ def _resize(
     )
 
 
-def _claim_statuses(reader: Reader, status: AbstractMapping[str, Any]) -> tuple[ClaimStatus, ...] | None:
-    field = "status.nodeAllocatableResourceClaimStatuses"
-    if status.get("nodeAllocatableResourceClaimStatuses") is None:
-        return None
-    out: list[ClaimStatus] = []
-    for index, entry in enumerate(reader.items(status.get("nodeAllocatableResourceClaimStatuses"), field)):
-        path = f"{field}[{index}]"
-        entry = reader.mapping(entry, path)
-        containers = tuple(
-            _intern(c) for c in reader.items(entry.get("containers"), f"{path}.containers") if isinstance(c, str)
-        )
-        mapping: dict[str, Quantity] = {}
-        per_pod: dict[str, Quantity] = {}
-        per_container: dict[str, Quantity] = {}
-        shape = "v1.36"
-        if "resources" in entry:
-            mapping = reader.quantities(entry.get("resources"), f"{path}.resources")
-        if "mapping" in entry or "overhead" in entry:
-            shape = "v1.37"
-            for mindex, item in enumerate(reader.items(entry.get("mapping"), f"{path}.mapping")):
-                item = reader.mapping(item, f"{path}.mapping[{mindex}]")
-                name = reader.string(item.get("name"), f"{path}.mapping[{mindex}].name")
-                quantity = reader.quantity(item.get("quantity"), f"{path}.mapping[{mindex}].quantity")
-                if name and quantity is not None:
-                    mapping[name] = quantity
-            for oindex, item in enumerate(reader.items(entry.get("overhead"), f"{path}.overhead")):
-                item = reader.mapping(item, f"{path}.overhead[{oindex}]")
-                name = reader.string(item.get("name"), f"{path}.overhead[{oindex}].name")
-                for key, target in (("perPod", per_pod), ("perContainer", per_container)):
-                    if item.get(key) is not None:
-                        quantity = reader.quantity(item.get(key), f"{path}.overhead[{oindex}].{key}")
-                        if name and quantity is not None:
-                            target[name] = quantity
-        out.append(
-            ClaimStatus(
-                claim_name=reader.string(entry.get("resourceClaimName"), f"{path}.resourceClaimName"),
-                containers=containers,
-                mapping=shared(mapping),
-                per_pod=per_pod or _NONE,
-                per_container=per_container or _NONE,
-                shape=shape,
-            )
-        )
-    return tuple(out)
+_CONTAINER: Final[Fields] = {"name": LEAF, "restartPolicy": LEAF,
+                             "resources": {"requests": LEAF, "limits": LEAF, "claims": LEAF}}
+_CONTAINER_STATUS: Final[Fields] = {"name": LEAF, "resources": LEAF, "allocatedResources": LEAF}
+FIELDS: Final[Fields] = {  # views.fields: what ``read_pod`` reads
+    "metadata": {**IDENTITY, "creationTimestamp": LEAF, "annotations": PRESENCE},
+    "spec": {"nodeName": LEAF, "containers": [_CONTAINER], "initContainers": [_CONTAINER], "resourceClaims": LEAF,
+             "resources": LEAF, "overhead": LEAF, "affinity": LEAF, "schedulingGates": LEAF},
+    "status": {"phase": LEAF, "resourceClaimStatuses": LEAF, "extendedResourceClaimStatus": LEAF,
+               "nodeAllocatableResourceClaimStatuses": LEAF, "containerStatuses": [_CONTAINER_STATUS],
+               "initContainerStatuses": [_CONTAINER_STATUS], "resources": LEAF, "allocatedResources": LEAF,
+               "conditions": [{"type": LEAF, "reason": LEAF}]},
+}

@@ -28,7 +28,9 @@ from collections.abc import Mapping as AbstractMapping
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
+from draledger.core.keys import NodeName, PoolKey
 from draledger.core.quantities import Quantity
+from draledger.core.views.fields import IDENTITY, LEAF, Fields
 from draledger.core.views.mappings import V136, V137_ON, Mapping, read_v136, read_v137
 from draledger.core.views.problems import INT64, Problem, Reader, ref_of
 
@@ -65,14 +67,14 @@ class SliceView:
     pool: str
     generation: int
     slice_count: int
-    node_name: str
+    node_name: NodeName
     devices: tuple[DeviceView, ...]
     problems: tuple[Problem, ...] = ()
     shape: str = "v1.36"  # "v1.37" when any device uses nodeAllocatableResources (what v1.36 does not know)
 
     @property
-    def pool_key(self) -> tuple[str, str]:
-        return (self.driver, self.pool)
+    def pool_key(self) -> PoolKey:
+        return PoolKey((self.driver, self.pool))
 
 
 def devices_key(
@@ -158,7 +160,7 @@ def read_slice(
         pool=reader.string(pool.get("name"), "spec.pool.name"),
         generation=reader.integer(pool.get("generation"), "spec.pool.generation"),
         slice_count=reader.integer(pool.get("resourceSliceCount"), "spec.pool.resourceSliceCount", 1),
-        node_name=reader.string(spec.get("nodeName"), "spec.nodeName"),
+        node_name=NodeName(reader.string(spec.get("nodeName"), "spec.nodeName")),
         devices=devices,
         problems=tuple(reader.problems),
         shape="v1.37" if v137 else "v1.36",
@@ -236,3 +238,10 @@ def _read_device(
 
 
 _FIELDS: Final = {"nodeAllocatableResourceMappings": V137_ON, "nodeAllocatableResources": V136}
+
+
+FIELDS: Final[Fields] = {  # views.fields: what ``read_slice`` reads
+    "apiVersion": LEAF,
+    "metadata": IDENTITY,
+    "spec": LEAF,
+}

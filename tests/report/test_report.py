@@ -23,7 +23,7 @@ from draledger.commands.report import (
 )
 from draledger.core.accounting.ledger import Flags
 
-CONFORMANCE = Path(__file__).parent / "conformance"
+CONFORMANCE = Path(__file__).parents[1] / "conformance"
 NOW = "2026-12-02T10:00:00Z"
 SVG = "{http://www.w3.org/2000/svg}"
 CASES = {

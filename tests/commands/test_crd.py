@@ -19,13 +19,13 @@ from draledger.commands.audit import ledgers_of
 from draledger.commands.tables import ledger_table
 from draledger.core import crds
 from draledger.core.accounting.ledger import Condition, Flags
-from draledger.core.ledgers import API_VERSION, KIND, condition_bodies, ledger_object, problem_body
+from draledger.core.bodies import API_VERSION, KIND, condition_bodies, ledger_object, problem_body
 from draledger.core.loading import load
 from draledger.core.models import NodeAllocatableLedgerSpec, status_json, status_of
 from draledger.core.views import ObjectRef, Problem
 from strategies import claims_with_problems, clusters
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "crds" / "nodeallocatableledgers.yaml"
 NOW = "2026-12-02T10:00:00Z"
 

@@ -27,14 +27,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from draledger.commands import audit, clusterctl, dumps
-from draledger.core import ledgers
+from draledger.core import bodies
 from draledger.core.accounting.ledger import Flags
 from draledger.core.loading import all_problems, load
 from draledger.core.views import ClaimView, NodeView, PodView, SliceView, read_claim, read_node, read_pod, read_slice
 from draledger.core.views.slices import DeviceMemo
 from strategies import any_values, json_values, mutated, nested, seed_objects
 
-CONFORMANCE = Path(__file__).parent / "conformance"
+CONFORMANCE = Path(__file__).parents[1] / "conformance"
 SEEDS = seed_objects(json.loads(p.read_text(encoding="utf-8"))["dump"] for p in sorted(CONFORMANCE.glob("*.json")))
 NOW = "2026-12-02T10:00:00Z"
 
@@ -74,7 +74,7 @@ def account(items: list[Any]) -> list[dict[str, Any]]:
     for node in loaded.state.nodes:
         ledger = loaded.state.ledger(node, Flags())
         assert ledger is not None
-        ledgers.status_body(ledger, ledger_version=1, mapping_version=1, now=NOW)
+        bodies.status_body(ledger, ledger_version=1, mapping_version=1, now=NOW)
     objects = audit.ledgers_of(loaded, Flags(), NOW)
     for output in ("json", "yaml", "table"):
         audit.emit(objects, output, True, io.StringIO())

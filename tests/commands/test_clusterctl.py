@@ -27,7 +27,7 @@ from strategies import as_list, node_obj
 LEDGERS = "draledger.dev/v1alpha1/nodeallocatableledgers"
 NAMESPACES = "v1/namespaces"
 NODES = ("n1", "n2", "n3")
-CONFORMANCE = Path(__file__).parent / "conformance"
+CONFORMANCE = Path(__file__).parents[1] / "conformance"
 
 
 def ledger(node: str, uid: str, mapping_version: int, frozen: bool) -> dict[str, Any]:

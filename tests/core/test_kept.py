@@ -1,22 +1,26 @@
-"""ClusterState's per-node cache of what depends only on ResourceSlices (mapping fingerprint, zone capacity).
+"""The numbers the state keeps per object (core.kept): each dropped when an input its row of the table names changes
+(accounting.inputs), and only then.
 
-Every ledger the state computes with its cache must equal the same ledger computed from scratch: by
-``compute`` without cached values over the same state, and by ``audit`` loading the same objects afresh.
+Every ledger the state computes from what it keeps must equal the same ledger computed from scratch: by the naive
+oracle over the same views, and by loading the same objects afresh.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from draledger.commands.audit import ledgers_of
-from draledger.core.accounting.ledger import Flags, Ledger, compute, mapping_fingerprint
-from draledger.core.loading import load
+from draledger.core.accounting.fingerprints import mapping_fingerprint
+from draledger.core.accounting.inputs import KEPT, PARAMETERS, Input
+from draledger.core.accounting.ledger import Flags, Ledger
+from draledger.core.bodies import dump_objects
+from draledger.core.loading import READERS, load
 from draledger.core.models import status_json, status_of
 from draledger.core.releases import from_dump
-from draledger.core.state import ClusterState, GenerationRegression
+from draledger.core.state import ClusterState
 from draledger.core.views import PodView, read_claim, read_node, read_pod, read_slice
 from oracle import NaiveCatalog
 from strategies import (
@@ -35,12 +39,6 @@ from strategies import (
 )
 
 NOW = "2026-12-02T10:00:00Z"
-READERS: dict[str, Any] = {
-    "Node": read_node,
-    "Pod": read_pod,
-    "ResourceClaim": read_claim,
-    "ResourceSlice": read_slice,
-}
 
 
 def cores(count: int, *, multiplier: str = "1", numa: int = 0) -> list[Raw]:
@@ -58,8 +56,8 @@ def printed(ledger: Ledger) -> dict[str, Any]:
 def from_scratch(state: ClusterState, node: str, flags: Flags) -> Ledger:
     """The node's ledger over the naive catalog of the same views: no index, no sum, no cache."""
     catalog = NaiveCatalog(list(state.nodes.values()), list(state.pods.values()), list(state.claims.values()),
-                           list(state.slices.values()), state.release)
-    return compute(state.nodes[node], catalog, flags)
+                           list(state.slices.values()), state.release, state.attributes)
+    return catalog.ledger(state.nodes[node], flags)
 
 
 def cached(state: ClusterState, node: str, flags: Flags | None = None) -> Ledger:
@@ -70,6 +68,22 @@ def cached(state: ClusterState, node: str, flags: Flags | None = None) -> Ledger
 
 def zone_cpu(ledger: Ledger) -> dict[int, str]:
     return {zone: str(lines["cpu"].capacity) for zone, lines in ledger.zones.items() if "cpu" in lines}
+
+
+class TestTable:
+    """Each row of ``accounting.inputs.KEPT`` names the inputs its rule reads: its parameters, and the inputs of the
+    kept values it reads."""
+
+    @pytest.mark.parametrize("name", sorted(KEPT), ids=sorted(KEPT))
+    def test_a_rules_parameters_are_its_rows_inputs(self, name: str) -> None:
+        """Every parameter of the rule stands for an input of its row or a kept value whose inputs are in it; and
+        every input of its row is read so."""
+        row = KEPT[name]
+        read: set[Input] = set()
+        for parameter in inspect.signature(row.rule).parameters:
+            meaning = PARAMETERS[parameter]
+            read |= {meaning} if isinstance(meaning, Input) else KEPT[meaning].inputs
+        assert row.inputs == read
 
 
 class TestInvalidation:
@@ -138,27 +152,32 @@ class TestInvalidation:
         state.delete_slice("b")  # generation 1 is the newest again
         assert {0: "2"} == zone_cpu(cached(state, "n1"))
 
-    def test_generation_regression_keeps_the_cache_valid(self) -> None:
+    def test_a_refused_regression_keeps_every_value(self) -> None:
+        """A slice whose pool generation went back changes nothing: the kept values stay, the node is not dirty."""
         state = ClusterState()
         state.upsert_node(read_node(node_obj("n1")))
-        state.upsert_slice(read_slice(slice_obj("s1", devices=cores(2), generation=5)))
+        state.apply("resourceslices", None, slice_obj("s1", devices=cores(2), generation=5))
         before = printed(cached(state, "n1"))
-        with pytest.raises(GenerationRegression):
-            state.upsert_slice(read_slice(slice_obj("s1", devices=cores(9), generation=4)))
+        kept = state.kept.fingerprint["n1"]
+        applied = state.apply("resourceslices", None, slice_obj("s1", devices=cores(9), generation=4))
+        assert ((5, 4), set()) == ((applied.refused.generation, applied.refused.rejected), applied.dirty)
+        assert kept is state.kept.fingerprint["n1"]
         assert before == printed(cached(state, "n1"))
 
-    def test_numa_attributes_are_part_of_the_key(self) -> None:
-        state = ClusterState()
-        state.upsert_node(read_node(node_obj("n1")))
+    @pytest.mark.parametrize(("attributes", "zones"), [
+        pytest.param(("numaNode",), {0: "2"}, id="numaNode"),
+        pytest.param(("socket",), {1: "1", 2: "1"}, id="socket"),
+    ])
+    def test_the_zones_read_the_states_attributes(self, attributes: tuple[str, ...], zones: dict[int, str]) -> None:
+        """Zones are read by the NUMA attributes the state was made with (accounting.inputs, rule 4)."""
+        state = ClusterState(attributes=attributes)
+        state.apply("nodes", None, node_obj("n1"))
         devices = [
             device("c0", attributes={"numaNode": 0, "socket": 1}, v136=CPU1),
             device("c1", attributes={"numaNode": 0, "socket": 2}, v136=CPU1),
         ]
-        state.upsert_slice(read_slice(slice_obj("s1", devices=devices)))
-        assert {0: "2"} == zone_cpu(cached(state, "n1"))
-        by_socket = Flags(numa_attributes=("socket",))
-        assert {1: "1", 2: "1"} == zone_cpu(cached(state, "n1", by_socket))
-        assert {0: "2"} == zone_cpu(cached(state, "n1"))
+        state.apply("resourceslices", None, slice_obj("s1", devices=devices))
+        assert zones == zone_cpu(cached(state, "n1"))
 
     def test_node_delete_drops_its_entry(self) -> None:
         state = ClusterState()
@@ -183,8 +202,8 @@ def claim_memory(ledger: Ledger) -> str:
 class TestContributionCache:
     """A claim's contribution is cached per claim: a change of the claim or of its pool must reach it."""
 
-    def claimed(self) -> ClusterState:
-        state = ClusterState()
+    def claimed(self, attributes: tuple[str, ...] = ("numaNode",)) -> ClusterState:
+        state = ClusterState(attributes=attributes)
         state.upsert_node(read_node(node_obj("n1")))
         gpu_node(state, "8Gi")
         state.upsert_claim(read_claim(claim_obj("c1", results=[result("gpu-0")])))
@@ -213,31 +232,33 @@ class TestContributionCache:
         state.upsert_claim(read_claim(claim_obj("c1", results=[result("gpu-0")])))
         assert claim_memory(cached(state, "n1")) == "8Gi"
 
-    def test_numa_attributes_are_part_of_the_key(self) -> None:
-        state = self.claimed()
-        by_numa = cached(state, "n1", Flags(numa_attributes=("numaNode",)))
-        without = cached(state, "n1", Flags(numa_attributes=("other",)))
-        assert [d.zone for d in by_numa.claims[0].devices] == [1]
-        assert [d.zone for d in without.claims[0].devices] == [None]
+    @pytest.mark.parametrize(("attributes", "zones"), [
+        pytest.param(("numaNode",), [1], id="numaNode"), pytest.param(("other",), [None], id="other")])
+    def test_a_claims_devices_are_zoned_by_the_states_attributes(
+        self, attributes: tuple[str, ...], zones: list[int | None]
+    ) -> None:
+        """A claim's devices take their zones from the state's NUMA attributes."""
+        state = self.claimed(attributes)
+        assert zones == [d.zone for d in cached(state, "n1").claims[0].devices]
 
 
 class TestPodChargeCache:
-    """A claim-using pod's charge is kept (state rule 9): reused while nothing it was computed from changes,
-    computed again when its claim, the claim's pool, the claim's consumers, the attributes or the release do."""
+    """A claim-using pod's charge is kept: reused while nothing it was computed from changes, computed again when
+    its claim, the claim's pool, the claim's consumers or the release do (its row of accounting.inputs)."""
 
     def claimed(self) -> tuple[ClusterState, PodView]:
         state = TestContributionCache().claimed()
         return state, state.pods[("t", "p1")]
 
     def test_an_unchanged_pod_keeps_its_charge(self) -> None:
+        """Another pod on the node, with no claim, changes none of the charge's inputs."""
         state, pod = self.claimed()
-        attributes = Flags().numa_attributes
-        first = state.pod_charge(pod, attributes)
+        first = state.kept.charge_of(pod)
         state.upsert_pod(read_pod(pod_obj("p2", node="n1", containers=[container("app", {"cpu": "1"})])))
-        assert state.pod_charge(pod, attributes) is first
+        assert state.kept.charge_of(pod) is first
 
     def test_what_the_charge_depends_on(self) -> None:
-        attributes = Flags().numa_attributes
+        """Each input of the charge's row drops it; the ledger then equals the naive recompute."""
         changes = {
             "the claim": lambda s: s.upsert_claim(read_claim(claim_obj("c1", results=[result("gpu-0")]))),
             "its pool": lambda s: gpu_node(s, "16Gi", generation=2),
@@ -248,17 +269,17 @@ class TestPodChargeCache:
         }
         for what, change in changes.items():
             state, pod = self.claimed()
-            first = state.pod_charge(pod, attributes)
+            first = state.kept.charge_of(pod)
             change(state)
-            assert state.pod_charge(pod, attributes) is not first, what
+            assert state.kept.charge_of(pod) is not first, what
             assert printed(cached(state, "n1")) == printed(from_scratch(state, "n1", Flags())), what
-        state, pod = self.claimed()
-        assert state.pod_charge(pod, attributes) is not state.pod_charge(pod, ("numaNode",))
 
     def test_a_pod_gone_leaves_no_charge_behind(self) -> None:
+        """A deleted pod's charge goes with it."""
         state, pod = self.claimed()
+        state.kept.charge_of(pod)
         state.delete_pod(pod.key)
-        assert not state._charges
+        assert {} == state.kept.charge
 
 
 class TestCachedEqualsScratch:
@@ -272,24 +293,15 @@ class TestCachedEqualsScratch:
         state.set_release(from_dump((read_node(raw).kubelet_version for op, raw in stream if raw.get("kind") == "Node"),
                                     False)[0])
         current: dict[tuple[str, str, str], Raw] = {}
-        numa = Flags(numa_attributes=("numaNode",))
 
         def apply(op: str, raw: Raw) -> None:
             kind, namespace, name = identity(raw)
             if op == "delete":
-                {"Node": lambda: state.delete_node(name),
-                 "Pod": lambda: state.delete_pod((namespace, name)),
-                 "ResourceClaim": lambda: state.delete_claim((namespace, name)),
-                 "ResourceSlice": lambda: state.delete_slice(name)}[kind]()
+                state.apply(READERS[kind], "DELETED", raw)
                 current.pop((kind, namespace, name), None)
                 return
-            view = READERS[kind](raw)
-            try:
-                {"Node": state.upsert_node, "Pod": state.upsert_pod, "ResourceClaim": state.upsert_claim,
-                 "ResourceSlice": state.upsert_slice}[kind](view)
-            except GenerationRegression:
-                return
-            current[(kind, namespace, name)] = raw
+            if state.apply(READERS[kind], None, raw).refused is None:
+                current[(kind, namespace, name)] = raw
 
         for op, raw in stream:
             if op == "relist":
@@ -297,14 +309,15 @@ class TestCachedEqualsScratch:
                     apply("upsert", item)
             else:
                 apply(op, raw)
-            for node in sorted(state.nodes):  # fill (or hit) the cache after every event
-                for flags in (Flags(), numa):
-                    ledger = cached(state, node, flags)
-                    assert printed(ledger) == printed(from_scratch(state, node, flags))
-                    assert ledger.mapping_fingerprint == mapping_fingerprint(state, node)
+            for node in sorted(state.nodes):  # fill (or read) the kept values after every event
+                ledger = cached(state, node)
+                assert printed(ledger) == printed(from_scratch(state, node, Flags()))
+                assert mapping_fingerprint(state.kept.objects.node_devices(node), state.release) == (
+                    ledger.mapping_fingerprint)
 
-        loaded = load(list(current.values()), "generated")
-        audited = {item["metadata"]["name"]: item["status"] for item in ledgers_of(loaded, Flags(), NOW)}
+        fresh = load(list(current.values()), "generated").state
+        audited = {item["metadata"]["name"]: item["status"]
+                   for item in dump_objects((cached(fresh, n) for n in sorted(fresh.nodes)), NOW)}
         incremental = {node: status_json(status_of(cached(state, node), ledger_version=1, mapping_version=1,
                                                    now=NOW)) for node in state.nodes}
         assert audited == incremental
@@ -373,15 +386,15 @@ class TestRunningSums:
         assert memory_figures(self.agrees(state)) == ("2Gi", "10Gi")
         assert state.upsert_pod(claim_pod("3Gi")) == {"n1"}
         assert memory_figures(self.agrees(state)) == ("4Gi", "12Gi")
-        assert state.consumers(("t", "c1")) == (("t", "p1"),)
+        assert state.kept.objects.consumers(("t", "c1")) == (("t", "p1"),)
         state.upsert_pod(read_pod(pod_obj("p1", containers=[container("app", {"memory": "3Gi"})])))  # claim gone
         assert memory_figures(self.agrees(state)) == ("4Gi", "4Gi")
-        assert state.consumers(("t", "c1")) == ()
+        assert state.kept.objects.consumers(("t", "c1")) == ()
 
     def test_the_last_pod_gone_leaves_no_line_behind(self) -> None:
         state = self.state_with(("p1", "1Gi"))
         state.upsert_pod(read_pod(pod_obj("p1", containers=[container("app", {"cpu": "1"})])))
         assert memory_figures(self.agrees(state)) == ("0", "0")  # the node's allocatable keeps the line
-        assert 0 == state.node_sums("n1").claimless.get("memory", 0)
+        assert 0 == state.kept.node_sums("n1").claimless.get("memory", 0)
         state.delete_pod(("t", "p1"))
         assert str(self.agrees(state).resources["cpu"].requested) == "0"

@@ -16,12 +16,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from draledger.commands.audit import ledgers_of
 from draledger.core.accounting.ledger import Flags, Ledger
-from draledger.core.loading import load
+from draledger.core.accounting.zones import DEFAULT_NUMA_ATTRIBUTES
+from draledger.core.bodies import dump_objects
+from draledger.core.loading import READERS, load
 from draledger.core.quantities import Quantity
-from draledger.core.releases import from_dump
-from draledger.core.state import ClusterState, GenerationRegression
+from draledger.core.state import ClusterState
 from draledger.core.views import read_claim, read_node, read_pod, read_slice
 from oracle import NaiveCatalog, naive_ledgers
 from strategies import Raw, clusters, event_streams, identity, plain_devices
@@ -31,8 +31,9 @@ FAST = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, Heal
 
 
 def audit_json(items: Iterable[Raw], flags: Flags | None = None) -> list[dict[str, Any]]:
-    loaded = load(list(items), "generated")
-    return ledgers_of(loaded, flags or Flags(), NOW)
+    """The ledger objects ``audit`` prints for ``items``."""
+    state = load(list(items), "generated").state
+    return dump_objects((state.ledger(n, flags) for n in sorted(state.nodes)), NOW)
 
 
 def ledgers(items: Iterable[Raw]) -> dict[str, Ledger]:
@@ -278,24 +279,18 @@ class TestLedgerProperties:
                 assert in_zones <= (line.claims.value if line else Decimal(0))
 
     @settings(FAST, max_examples=50)
-    @given(clusters(), st.sampled_from([Flags().numa_attributes, ("numaNode",), ("dra.cpu/numaNode", "model")]))
+    @given(clusters(), st.sampled_from([DEFAULT_NUMA_ATTRIBUTES, ("numaNode",), ("dra.cpu/numaNode", "model")]))
     def test_slices_read_keeping_only_the_numa_attributes_give_the_same_ledgers(
         self, items: list[Raw], keep: tuple[str, ...]
     ) -> None:
-        """What the operator's runtime does (slices rule 6) changes no figure, zone or problem."""
-        flags = Flags(numa_attributes=keep)
-        whole, kept = ClusterState(), ClusterState()
+        """A state keeps only its NUMA attributes on its devices (slices rule 6): no figure, zone or problem differs
+        from the naive recompute over views that keep every attribute."""
+        state = load(list(items), "generated", attributes=keep).state
+        whole = NaiveCatalog(release=state.release, attributes=keep)
+        lists = {"Node": whole.nodes, "Pod": whole.pods, "ResourceClaim": whole.claims, "ResourceSlice": whole.slices}
         for item in items:
-            kind = {"Node": "nodes", "Pod": "pods", "ResourceClaim": "resourceclaims"}.get(item["kind"])
-            for state, attributes in ((whole, None), (kept, keep)):
-                if kind is not None:
-                    state.apply(kind, None, item)
-                else:
-                    state.upsert_slice(read_slice(item, keep=attributes))
-        release, _ = from_dump((n.kubelet_version for n in whole.nodes.values()), whole.shapes_seen())
-        for state in (whole, kept):
-            state.set_release(release)
-        assert {n: kept.ledger(n, flags) for n in kept.nodes} == {n: whole.ledger(n, flags) for n in whole.nodes}
+            lists[item["kind"]].append(READ[item["kind"]](item))
+        assert naive_ledgers(whole) == {n: state.ledger(n) for n in state.nodes}
 
     @settings(FAST, max_examples=40)
     @given(st.data())
@@ -339,7 +334,7 @@ def referenced_by(items: list[Raw], every: bool) -> list[Raw]:
 
 # ------------------------------------------------------------------ the differential test
 
-_READERS = {"Node": read_node, "Pod": read_pod, "ResourceClaim": read_claim, "ResourceSlice": read_slice}
+READ = {"Node": read_node, "Pod": read_pod, "ResourceClaim": read_claim, "ResourceSlice": read_slice}
 
 
 def snapshot(value: Any) -> Any:
@@ -375,21 +370,17 @@ class Replica:
             return
         kind, namespace, name = identity(raw)
         if op == "delete":
-            dirty = {"Node": lambda: self.state.delete_node(name),
-                     "Pod": lambda: self.state.delete_pod((namespace, name)),
-                     "ResourceClaim": lambda: self.state.delete_claim((namespace, name)),
-                     "ResourceSlice": lambda: self.state.delete_slice(name)}[kind]()
+            dirty = self.state.apply(READERS[kind], "DELETED", raw).dirty
             self.current.pop((kind, namespace, name), None)
         else:
-            view: Any = _READERS[kind](raw)
-            try:
-                dirty = {"Node": self.state.upsert_node, "Pod": self.state.upsert_pod,
-                         "ResourceClaim": self.state.upsert_claim, "ResourceSlice": self.state.upsert_slice}[kind](view)
-            except GenerationRegression:
+            applied = self.state.apply(READERS[kind], None, raw)
+            if applied.refused is not None:
                 stored, _ = self.current[(kind, namespace, name)]
                 assert stored["spec"]["pool"]["generation"] > raw["spec"]["pool"]["generation"]
+                assert set() == applied.dirty
                 return
-            self.current[(kind, namespace, name)] = (raw, view)
+            dirty = applied.dirty
+            self.current[(kind, namespace, name)] = (raw, applied.view)
         for node in dirty:
             ledger = self.state.ledger(node)
             if ledger is None:

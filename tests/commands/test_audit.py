@@ -36,7 +36,7 @@ from strategies import (
 
 RunAudit = Callable[..., subprocess.CompletedProcess[str]]  # the run_audit fixture (conftest.py)
 WriteDump = Callable[..., Path]  # the write_dump fixture (conftest.py)
-CASES = sorted(p.stem for p in (Path(__file__).parent / "conformance").glob("*.json"))
+CASES = sorted(p.stem for p in (Path(__file__).parents[1] / "conformance").glob("*.json"))
 NOW = "2026-12-02T10:00:00Z"
 
 # ------------------------------------------------------------------ comparing ledgers with `expect`
@@ -167,7 +167,7 @@ def command_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subpr
     folder = tmp_path_factory.mktemp("conformance")
     running = {}
     for name in CASES:
-        case = json.loads((Path(__file__).parent / "conformance" / f"{name}.json").read_text(encoding="utf-8"))
+        case = json.loads((Path(__file__).parents[1] / "conformance" / f"{name}.json").read_text(encoding="utf-8"))
         dump = folder / f"{name}.json"
         dump.write_text(json.dumps(case["dump"]), encoding="utf-8")
         running[name] = subprocess.Popen(
@@ -754,7 +754,7 @@ class TestImports:
     def test_audit_runs_without_the_operators_libraries(self) -> None:
         """``draledger audit`` needs no install of the operator's stack: neither Kopf, the kubernetes client,
         aiohttp nor pydantic is imported (pydantic alone was 0.17 s of a 1,000-node audit's 6.3 s)."""
-        example = Path(__file__).parent / "data" / "example-cluster.json"
+        example = Path(__file__).parents[1] / "data" / "example-cluster.json"
         probe = (
             "import sys, runpy, contextlib, io\n"
             f"sys.argv = ['draledger', 'audit', '-f', {str(example)!r}, '-o', 'json']\n"

@@ -13,12 +13,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from draledger.core.ledgers import status_body
+from draledger.core.bodies import status_body
 from draledger.core.loading import load
 from draledger.core.models import NodeAllocatableLedgerStatus, status_json, status_of
 from strategies import Raw, clusters
 
-CASES = sorted((Path(__file__).parent / "conformance").glob("*.json"))
+CASES = sorted((Path(__file__).parents[1] / "conformance").glob("*.json"))
 NOW = "2026-12-02T10:00:00Z"
 EARLIER = "2026-12-01T08:00:00Z"
 

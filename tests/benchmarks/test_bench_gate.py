@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonpatch
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import gate_figures as figures
 import gate_floor

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 
 from draledger.core.quantities import Quantity, parse_quantity
-from draledger.core.views import ObjectRef, Problem, pods, read_claim, read_node, read_pod, read_slice
+from draledger.core.views import ObjectRef, Problem, read_claim, read_node, read_pod, read_slice, sharing
 from draledger.core.views.mappings import is_node_allocatable
 from draledger.core.views.problems import ref_of, show
 from draledger.core.views.slices import DeviceView
@@ -325,16 +325,16 @@ class TestPodView:
         assert {} == second.charged()
 
     def test_equal_requests_share_one_dict(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """Rule 7: pods of one template keep one requests dict; other requests keep their own, and past the
-        cap nothing more is kept."""
+        """Rule 7 (views.sharing): pods of one template keep one requests dict; other requests keep their own, and
+        past the cap nothing more is kept."""
         one = read_pod(_typical_pod("web-1"))
         two = read_pod(_typical_pod("web-2"))
         assert one.ordinary is two.ordinary
         other = pod_obj("api-1", "team-a", containers=[container("app", {"cpu": "3"})])
         assert read_pod(other).ordinary == {"cpu": q("3")}
         assert read_pod(other).ordinary is not one.ordinary
-        monkeypatch.setattr(pods, "_SHARED", {})
-        monkeypatch.setattr(pods, "SHARED_CAP", 1)
+        monkeypatch.setattr(sharing, "_SHARED", {})
+        monkeypatch.setattr(sharing, "SHARED_CAP", 1)
         assert read_pod(other).ordinary is read_pod(other).ordinary
         assert read_pod(_typical_pod("web-3")).ordinary is not read_pod(_typical_pod("web-4")).ordinary
         assert read_pod(_typical_pod("web-5")).ordinary == one.ordinary

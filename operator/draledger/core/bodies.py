@@ -13,11 +13,12 @@ Rules:
    a claim's problems that the node's list does not repeat (``SharedAcrossPods``, ``UnreferencedClaim``).
 6. No pydantic here: ``draledger audit`` builds every body without importing it; tests hold the bodies
    equal to the model's own dump (``core.models``).
+7. A dump has no history: the objects ``audit`` prints (``dump_objects``) carry versions 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from draledger.core.accounting.ledger import Condition, Ledger, ResourceLine
@@ -192,3 +193,9 @@ def ledger_object(
         "spec": {"frozen": False} if spec is None else spec,
         "status": body,
     }
+
+
+def dump_objects(ledgers: Iterable[Ledger], now: str) -> list[dict[str, Any]]:
+    """Each ledger's whole object as ``audit`` prints it (rule 7), in the order given."""
+    return [ledger_object(status_body(ledger, ledger_version=1, mapping_version=1, now=now), ledger.node_uid)
+            for ledger in ledgers]

@@ -65,5 +65,5 @@ class TestCreateConflict:
         await writer._write_task("n1", plan)
         assert 1 == api.creates
         assert "n1" in runtime.dirty
-        assert 1 == writer.failures["n1"]
+        assert 1 == writer.backoffs.failures["n1"]
         assert 1.0 == runtime.metrics.write_failures.labels("ledger", "409")._value.get()

@@ -15,9 +15,10 @@ from draledger.core.accounting.ledger import Ledger
 from draledger.core.phases import PHASES
 from draledger.operator.config import OperatorConfig, add_arguments, from_args
 from draledger.operator.metrics import FIGURES, Metrics
+from draledger.operator.planning import next_pause
 from draledger.operator.running import tune_gc
 from draledger.operator.runtime import Runtime
-from draledger.operator.writing import Writer, next_pause
+from draledger.operator.writing import Writer
 from tests.integration.harness import case_items
 
 KIND = {"Node": "nodes", "Pod": "pods", "ResourceSlice": "resourceslices", "ResourceClaim": "resourceclaims"}

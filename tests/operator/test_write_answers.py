@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from draledger.operator.writing import decode_written
+from draledger.operator.stored import decode_written
 
 
 class TestWriteAnswers:

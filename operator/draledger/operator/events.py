@@ -7,8 +7,9 @@ from typing import Any
 
 import structlog
 
+from draledger.core.accounting.ledger import Ledger
 from draledger.core.bodies import API_VERSION, KIND
-from draledger.core.phases import WARNINGS
+from draledger.core.phases import WARNINGS, Phase
 from draledger.operator.clocks import now_rfc3339
 from draledger.operator.kubeapi import ApiError, KubeApi
 from draledger.operator.metrics import Metrics
@@ -42,6 +43,14 @@ async def send(api: KubeApi, body: dict[str, Any], metrics: Metrics) -> None:
     except ApiError as error:
         metrics.write_failures.labels("event", str(error.status)).inc()
         log.warning("event not posted", involved=body["involvedObject"].get("name"), error=str(error))
+
+
+def phase_message(ledger: Ledger, frozen_reason: str) -> str:
+    """Why a ledger is in its phase: the conditions that do not hold (a frozen ledger's reason first)."""
+    reasons = [c.message for c in ledger.conditions if c.status == "False" and c.type != "PodStatusBackfill"]
+    if ledger.phase == Phase.FROZEN:
+        reasons.insert(0, f"frozen: {frozen_reason or 'no reason given'}")
+    return "; ".join(reasons) or "all conditions hold"
 
 
 async def post(api: KubeApi, node: str, uid: str, old: str, new: str, message: str, metrics: Metrics) -> None:

@@ -108,7 +108,7 @@ class Releaser:
         self._slots = asyncio.Semaphore(RELEASE_CONCURRENCY)
         self._events: set[asyncio.Task[None]] = set()
         self._retry_timer: asyncio.TimerHandle | None = None
-        self.outside = Outside(runtime)
+        self.outside = runtime.not_ours
 
     # ----- what the writer tells it -----
     def note(self, node: str, ledger: Ledger | None, generation: int) -> None:
@@ -377,21 +377,6 @@ class Releaser:
         await self._settled.wait()
         if self._events:
             await asyncio.wait(list(self._events))
-
-
-class Outside:
-    """The nodes that are not this operator's: seen outside its ``--node-selector``, or, with a selector, not
-    seen at all (the API server filters the nodes watch by the selector, so a node of ours is always seen once
-    the rebuild is done; one it never delivers is outside, or does not exist and takes no pod)."""
-
-    __slots__ = ("runtime",)
-
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-
-    def __contains__(self, node: object) -> bool:
-        runtime = self.runtime
-        return node in runtime.outside or (bool(runtime.config.node_selector) and node not in runtime.state.nodes)
 
 
 def _age(pod: PodView, now: datetime) -> float:

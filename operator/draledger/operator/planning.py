@@ -12,6 +12,7 @@ Rules (operator.writing, rules 3 and 5):
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from draledger.core.accounting.ledger import Ledger
@@ -35,3 +36,54 @@ def plan(ledger: Ledger, stored: Stored, now: str) -> Planned:
     if stored.exists and stored.has_status and stored.content == content:
         return Planned(None, content)
     return Planned(body, content)
+
+
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 30.0
+
+
+def next_pause(window: float, window_max: float, batch_seconds: float) -> float:
+    """How long the next batch waits: the window, or as long as the last batch took (at most ``window_max``)."""
+    return max(window, min(batch_seconds, window_max))
+
+
+def backoff(failures: int) -> float:
+    """Seconds a node waits after its ``failures``-th consecutive failed write."""
+    return float(min(BACKOFF_CAP, BACKOFF_BASE * 2 ** max(0, failures - 1)))
+
+
+@dataclass(slots=True)
+class Plan:
+    """One node's write, decided synchronously: the status body (None: nothing to write) and its content."""
+
+    ledger: Ledger
+    body: dict[str, Any] | None
+    content: bytes
+    dirty_since: float
+    generation: int  # the node's generation the ledger was computed at (Runtime.mark)
+
+
+@dataclass
+class Backoffs:
+    """Each node's consecutive failed writes, and when it may be tried again (operator.writing, rule 2)."""
+
+    failures: dict[str, int] = field(default_factory=dict)
+    retry_at: dict[str, float] = field(default_factory=dict)
+
+    def due(self, node: str, now: float) -> bool:
+        return self.retry_at.get(node, 0.0) <= now
+
+    def succeeded(self, node: str) -> None:
+        self.failures.pop(node, None)
+        self.retry_at.pop(node, None)
+
+    def failed(self, node: str, now: float) -> float:
+        """One more failure: the seconds the node waits."""
+        failures = self.failures[node] = self.failures.get(node, 0) + 1
+        delay = backoff(failures)
+        self.retry_at[node] = now + delay
+        return delay
+
+    def clear(self) -> None:
+        self.failures.clear()
+        self.retry_at.clear()

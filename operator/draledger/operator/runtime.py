@@ -80,6 +80,7 @@ class Runtime:
         self._uids: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}  # uid -> state key
         self._node_filter = parse_selector(config.node_selector)
         self.outside: set[str] = set()  # nodes seen but not selected (outside the canary): not ours (rule 6)
+        self.not_ours = Outside(self)  # those, and with a selector the nodes never seen (the releaser asks)
         self.stale_reason = ""
         self.release_why = ""  # why the state follows its release (operator.releasing)
         self.reconnected = asyncio.Event()  # a broken stream made contact again: the release is read again
@@ -364,3 +365,18 @@ class Runtime:
     def streams_unhealthy(self) -> str:
         """Why a decision made now could rest on old data ("" when every stream is healthy this moment)."""
         return "; ".join(reason for reason, _ in self.health.issues(self.clock(), self.config.freshness_window))
+
+
+class Outside:
+    """The nodes that are not this operator's: seen outside its ``--node-selector``, or, with a selector, not
+    seen at all (the API server filters the nodes watch by the selector, so a node of ours is always seen once
+    the rebuild is done; one it never delivers is outside, or does not exist and takes no pod)."""
+
+    __slots__ = ("runtime",)
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def __contains__(self, node: object) -> bool:
+        runtime = self.runtime
+        return node in runtime.outside or (bool(runtime.config.node_selector) and node not in runtime.state.nodes)

@@ -17,14 +17,19 @@ Rules:
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+import structlog
 
 from draledger.core.accounting.ledger import RejectedSlice
+from draledger.operator.kubeapi import KubeApi, NotFound
 from draledger.operator.watching import LEDGERS_KIND
+
+log = structlog.get_logger("draledger")
 
 VOLATILE = ("observedTime", "ledgerVersion", "mappingVersion")
 
@@ -42,6 +47,30 @@ def semantic_content(status: Mapping[str, Any]) -> bytes:
 
 
 _SORTED = msgspec.json.Encoder(order="sorted", enc_hook=str)  # semantic_content: deterministic, ~10x json.dumps
+
+
+class _WrittenMeta(msgspec.Struct):
+    resourceVersion: str = ""
+
+
+class _Written(msgspec.Struct):
+    """What the writer reads of its own write's answer: the status it sent is skipped, never built."""
+
+    metadata: _WrittenMeta = msgspec.field(default_factory=_WrittenMeta)
+    spec: dict[str, Any] | None = None
+
+
+_WRITTEN = msgspec.json.Decoder(_Written)
+
+
+def decode_written(raw: bytes) -> dict[str, Any]:
+    """The answer to a status write: its ``resourceVersion`` and ``spec`` (operator.writing, rule 9). An answer
+    these types do not fit (a server that breaks its own schema) is read whole, as any other answer."""
+    try:
+        written = _WRITTEN.decode(raw)
+    except msgspec.MsgspecError:
+        return json.loads(raw)  # type: ignore[no-any-return]
+    return {"metadata": {"resourceVersion": written.metadata.resourceVersion}, "spec": written.spec}
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -93,6 +122,15 @@ class Stored:
         self.read(obj)
         self.ledger_version = max(self.ledger_version, versions[0])
         self.mapping_version = max(self.mapping_version, versions[1])
+
+    async def reread(self, api: KubeApi, path: str) -> None:
+        """What the API holds now (one attempt); versions never go back below what this operator wrote."""
+        try:
+            obj = await api.get(path, attempts=1)
+        except NotFound:
+            self.forget()
+            return
+        self.take(obj)
 
     def read(self, obj: Mapping[str, Any]) -> None:
         """Take what the API shows of the object (a LIST item, a GET answer or a watch event), as it is."""
@@ -163,6 +201,22 @@ class StoredLedgers:
         if stored is None:
             stored = self.by_node[node] = Stored(mapping_changed_at=self.clock())
         return stored
+
+    async def read(self, api: KubeApi, path: str, seed: Callable[[str, list[RejectedSlice]], None]) -> None:
+        """Rule 1: every ledger stored, read at start or on taking over (one page alive at a time), so versions
+        continue from them and the first writes compare against what they hold; ``seed`` gets the refusals each
+        keeps. What was known and is no longer listed was deleted since it was seen."""
+        listed: set[str] = set()
+        async for items, _ in api.list_pages(path, json.loads):
+            for obj in items:
+                name = self.load(obj)
+                if name is not None:
+                    listed.add(name)
+                    seed(name, rejected_records(obj))
+        for name, stored in list(self.existing()):
+            if name not in listed:
+                stored.forget()
+        log.info("stored ledgers read", count=len(self))
 
     def load(self, obj: Mapping[str, Any]) -> str | None:
         """One ledger of the writer's LIST (at start, or at a takeover); its node's name."""

@@ -26,6 +26,10 @@ Rules:
    the stored ledgers again (what it relies on must be stored under its own leadership), then plans every
    node against them: no write where nothing changed, and no Rebuilding mark unless its own state is not
    rebuilt yet (draledger.operator.leadership).
+9. Of a status write's answer only ``metadata.resourceVersion`` and ``spec`` are read (a freeze or resume
+   stored just before the write shows there); the status it repeats is skipped undecoded. Bodies are
+   encoded, and the semantic content serialized, with msgspec (benchmarks/results/scale.md: about 15% of the
+   operator's CPU per steady pod event).
 10. The gate releaser decides from what this writer stored (operator.gating): every plan tells it the node's
    ledger and generation, every answer (and every plan that finds the content stored already) confirms
    that generation. A term (the start once rebuilt, a takeover) ends when every node has been planned and
@@ -34,88 +38,33 @@ Rules:
    stored only after the releases in flight that rely on it are answered (``Releaser.quiet``).
 11. An API server that is away is an expected state: a failed write is one warning line per node per
    backoff step, naming the server and the cause, with no traceback.
-9. Of a status write's answer only ``metadata.resourceVersion`` and ``spec`` are read (a freeze or resume
-   stored just before the write shows there); the status it repeats is skipped undecoded. Bodies are
-   encoded, and the semantic content serialized, with msgspec (benchmarks/results/scale.md: about 15% of the
-   operator's CPU per steady pod event).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 import structlog
 
-from draledger.core.accounting.ledger import Flags, Ledger
-from draledger.core.bodies import PLURAL, ledger_object
+from draledger.core.accounting.ledger import Flags
 from draledger.core.keys import NodeName
-from draledger.core.models import NodeAllocatableLedgerStatus, status_json
 from draledger.core.phases import SAFE, Phase
-from draledger.operator import events, planning
+from draledger.operator import creating, events, planning
 from draledger.operator.backfill import Backfill
 from draledger.operator.clocks import now_rfc3339
+from draledger.operator.creating import LEDGERS
 from draledger.operator.gating import Releaser
 from draledger.operator.kubeapi import ApiError, Conflict, KubeApi, NotFound, transport_cause
+from draledger.operator.planning import Backoffs, Plan, next_pause
 from draledger.operator.runtime import Runtime
-from draledger.operator.stored import VOLATILE, Stored, StoredLedgers, rejected_records, semantic_content
+from draledger.operator.stored import VOLATILE, Stored, StoredLedgers, decode_written, semantic_content
 
 __all__ = ["LEDGERS", "VOLATILE", "Writer", "next_pause", "semantic_content"]
 
 log = structlog.get_logger("draledger")
-LEDGERS = f"/apis/draledger.dev/v1alpha1/{PLURAL}"
-BACKOFF_BASE = 0.5
-BACKOFF_CAP = 30.0
-
-
-class _WrittenMeta(msgspec.Struct):
-    resourceVersion: str = ""
-
-
-class _Written(msgspec.Struct):
-    """What the writer reads of its own write's answer: the status it sent is skipped, never built."""
-
-    metadata: _WrittenMeta = msgspec.field(default_factory=_WrittenMeta)
-    spec: dict[str, Any] | None = None
-
-
-_WRITTEN = msgspec.json.Decoder(_Written)
-
-
-def decode_written(raw: bytes) -> dict[str, Any]:
-    """The answer to a status write: its ``resourceVersion`` and ``spec`` (rule 9). An answer these types do
-    not fit (a server that breaks its own schema) is read whole, as any other answer."""
-    try:
-        written = _WRITTEN.decode(raw)
-    except msgspec.MsgspecError:
-        return json.loads(raw)  # type: ignore[no-any-return]
-    return {"metadata": {"resourceVersion": written.metadata.resourceVersion}, "spec": written.spec}
-
-
-def next_pause(window: float, window_max: float, batch_seconds: float) -> float:
-    """How long the next batch waits: the window, or as long as the last batch took (at most ``window_max``)."""
-    return max(window, min(batch_seconds, window_max))
-
-
-def backoff(failures: int) -> float:
-    """Seconds a node waits after its ``failures``-th consecutive failed write."""
-    return float(min(BACKOFF_CAP, BACKOFF_BASE * 2 ** max(0, failures - 1)))
-
-
-@dataclass(slots=True)
-class Plan:
-    """One node's write, decided synchronously: the status body (None: nothing to write) and its content."""
-
-    ledger: Ledger
-    body: dict[str, Any] | None
-    content: bytes
-    dirty_since: float
-    generation: int  # the node's generation the ledger was computed at (Runtime.mark)
 
 
 class Writer:
@@ -142,8 +91,7 @@ class Writer:
         self.inflight: dict[str, asyncio.Task[None]] = {}
         # Set the first time every ledger is written after the rebuild: nothing dirty, nothing in flight.
         self.caught_up = asyncio.Event()
-        self.failures: dict[str, int] = {}
-        self.retry_at: dict[str, float] = {}
+        self.backoffs = Backoffs()
         self._slots = asyncio.Semaphore(runtime.config.write_concurrency)
 
     def flags(self, node: str) -> Flags:
@@ -151,20 +99,10 @@ class Writer:
         return self.runtime.flags(node, frozen=self.stored.frozen(node), pod_status=self.backfill.condition())
 
     async def load_stored(self) -> None:
-        """Read every stored ledger before the first write, so versions continue from them and what they
-        hold is what the first writes compare against; refusals they keep are seeded again."""
-        listed: set[str] = set()
-        async for items, _ in self.api.list_pages(LEDGERS, json.loads):  # one page alive at a time
-            for obj in items:
-                name = self.stored.load(obj)
-                if name is not None:
-                    listed.add(name)
-                    self.runtime.seed_refusals(name, rejected_records(obj))
-        for name, stored in list(self.stored.existing()):
-            if name not in listed:
-                stored.forget()  # deleted since it was last seen
+        """Read every stored ledger before the first write (``StoredLedgers.read``); refusals they keep are
+        seeded again."""
+        await self.stored.read(self.api, LEDGERS, self.runtime.seed_refusals)
         self.just_listed = True
-        log.info("stored ledgers read", count=len(self.stored))
 
     async def mark_rebuilding(self) -> None:
         """Mark the stored ledgers Rebuilding, ``write_concurrency`` at a time. With ``--node-selector``, only
@@ -230,8 +168,7 @@ class Writer:
             self.releaser.forget_confirmations()  # a new term, or none: nothing is vouched for until written
             self.term = None
         if leading and not self.leading:
-            self.failures.clear()  # backoffs earned as a standby or a lost leader say nothing now
-            self.retry_at.clear()
+            self.backoffs.clear()  # backoffs earned as a standby or a lost leader say nothing now
             if not self.just_listed:
                 await self.load_stored()  # what the new leader relies on, read under its own leadership
             if not runtime.rebuilt.is_set():
@@ -250,7 +187,7 @@ class Writer:
         now = self.runtime.clock()
         for node in nodes:
             self.urgent.add(node)
-            if node in self.runtime.dirty and node not in self.inflight and self.retry_at.get(node, 0.0) <= now:
+            if node in self.runtime.dirty and node not in self.inflight and self.backoffs.due(node, now):
                 self._plan_and_send(node)
 
     async def _wait(self) -> None:
@@ -258,7 +195,8 @@ class Writer:
         runtime = self.runtime
         if runtime.wakeup.is_set():
             return
-        waiting = [self.retry_at[n] for n in runtime.dirty if n in self.retry_at and n not in self.inflight]
+        retry_at = self.backoffs.retry_at
+        waiting = [retry_at[n] for n in runtime.dirty if n in retry_at and n not in self.inflight]
         if not waiting:
             await runtime.wakeup.wait()
             return
@@ -269,8 +207,8 @@ class Writer:
 
     def _due(self, now: float) -> list[str]:
         """The dirty nodes to plan now: not written at this moment, not waiting out a backoff."""
-        inflight, retry_at = self.inflight, self.retry_at
-        return sorted(n for n in self.runtime.dirty if n not in inflight and retry_at.get(n, 0.0) <= now)
+        inflight, due = self.inflight, self.backoffs.due
+        return sorted(n for n in self.runtime.dirty if n not in inflight and due(n, now))
 
     def _plan_and_send(self, node: str) -> None:
         since = self.runtime.dirty.pop(node)
@@ -290,7 +228,7 @@ class Writer:
         if plan.body is None:
             self.releaser.confirm(node, plan.generation)  # what is stored is what is computed now
             if not needs_backfill:
-                self._succeeded(node)
+                self.backoffs.succeeded(node)
                 self._answered(node)
                 return
         elif plan.ledger.phase != SAFE and self.stored.of(node).phase == SAFE:
@@ -315,13 +253,13 @@ class Writer:
             elif not isinstance(error, ApiError):  # an ApiError was logged where it was met
                 log.exception("ledger write failed; will retry", node=node)
         else:
-            self._succeeded(node)
+            self.backoffs.succeeded(node)
         finally:
             self.inflight.pop(node, None)
             self.releaser.demoted(node)
             self._answered(node)
             if node in runtime.dirty:
-                if node in self.urgent and self.retry_at.get(node, 0.0) <= runtime.clock():
+                if node in self.urgent and self.backoffs.due(node, runtime.clock()):
                     self._plan_and_send(node)  # a held pod waits for it (rule 10)
                 else:
                     runtime.wakeup.set()
@@ -345,16 +283,10 @@ class Writer:
             self.releaser.ready.set()  # a term with no node at all
             self.releaser.wake.set()
 
-    def _succeeded(self, node: str) -> None:
-        self.failures.pop(node, None)
-        self.retry_at.pop(node, None)
-
     def _failed(self, node: str, dirty_since: float) -> float:
         """The node waits its backoff, dirty; the seconds it waits."""
         runtime = self.runtime
-        failures = self.failures[node] = self.failures.get(node, 0) + 1
-        delay = backoff(failures)
-        self.retry_at[node] = runtime.clock() + delay
+        delay = self.backoffs.failed(node, runtime.clock())
         runtime.dirty.setdefault(node, dirty_since)
         runtime.wakeup.set()
         return delay
@@ -388,7 +320,7 @@ class Writer:
         stored = self.stored.of(node)
         body = plan.body
         assert body is not None
-        if not stored.exists and not await self._create(node, plan.ledger, stored, body):
+        if not stored.exists and not await creating.create(self.api, self.runtime, plan.ledger, stored, body):
             return
         ops: list[dict[str, Any]] = (
             [{"op": "test", "path": "/status/ledgerVersion", "value": stored.guard_version}]
@@ -401,7 +333,7 @@ class Writer:
         except (Conflict, NotFound) as error:
             runtime.metrics.write_failures.labels("ledger", str(error.status)).inc()
             log.info("stored ledger differs from what was believed; reading it again", node=node, error=str(error))
-            await self._reread(node, stored)
+            await stored.reread(self.api, f"{LEDGERS}/{node}")
             runtime.mark({node})
             return
         except ApiError as error:
@@ -424,56 +356,7 @@ class Writer:
             runtime.mark({node})  # frozen or resumed since the last ledger event: that event is older than this
         runtime.metrics.set_phase(node, stored.phase)
         if old_phase != stored.phase:
-            await self._phase_event(node, stored, old_phase, self._phase_message(plan.ledger, stored))
-
-    async def _create(self, node: str, ledger: Ledger, stored: Stored, body: dict[str, Any]) -> bool:
-        """Create the ledger of a Node that exists now; False when there is nothing to write to."""
-        runtime = self.runtime
-        try:
-            live = await self.api.get(f"/api/v1/nodes/{node}", attempts=1)
-        except NotFound:
-            log.info("node is gone; no ledger is created for it", node=node)
-            runtime.forget_node(node)
-            return False
-        live_uid = ((live or {}).get("metadata") or {}).get("uid", "")
-        if ledger.node_uid and live_uid != ledger.node_uid:
-            # The Node was deleted and created again while its watch was away: the state's picture is of
-            # the old one. The nodes watch brings the new one; until then nothing is written for it.
-            log.info("node was replaced; waiting for the nodes watch", node=node, known=ledger.node_uid, live=live_uid)
-            raise ApiError(409, {"message": "node replaced"}, f"create ledger {node}")
-        obj = ledger_object(status_json(NodeAllocatableLedgerStatus.model_validate(body)), live_uid or ledger.node_uid)
-        obj.pop("status")
-        try:
-            created = await self.api.create(LEDGERS, obj, attempts=1)
-        except Conflict as error:  # it exists after all (created by an earlier run whose list we missed): read it
-            await self._reread(node, stored)
-            if not stored.exists:  # gone again, or refused for another reason: a failed write, tried again
-                runtime.metrics.write_failures.labels("ledger", str(error.status)).inc()
-                log.warning("ledger create refused, yet no ledger is stored; will retry", node=node, error=str(error))
-                raise
-            return True
-        except ApiError as error:
-            runtime.metrics.write_failures.labels("ledger", str(error.status)).inc()
-            raise
-        runtime.metrics.writes.labels("ledger-create").inc()
-        stored.take(created)
-        return True
-
-    async def _reread(self, node: str, stored: Stored) -> None:
-        """What the API holds now; versions never go back below what this operator wrote."""
-        try:
-            obj = await self.api.get(f"{LEDGERS}/{node}", attempts=1)
-        except NotFound:
-            stored.forget()
-            return
-        stored.take(obj)
-
-    @staticmethod
-    def _phase_message(ledger: Ledger, stored: Stored) -> str:
-        reasons = [c.message for c in ledger.conditions if c.status == "False" and c.type != "PodStatusBackfill"]
-        if ledger.phase == Phase.FROZEN:
-            reasons.insert(0, f"frozen: {stored.frozen_reason or 'no reason given'}")
-        return "; ".join(reasons) or "all conditions hold"
+            await self._phase_event(node, stored, old_phase, events.phase_message(plan.ledger, stored.frozen_reason))
 
     async def _send(self, node: str, target: str, call: Awaitable[Any]) -> bool:
         try:

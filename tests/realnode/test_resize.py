@@ -2,7 +2,8 @@
 
 The kubelet runs the static CPU manager policy (site.py), so that a Guaranteed pod's CPU resize is Infeasible on
 every release; a resize that does not fit next to the other pods is Deferred; with containerd paused, the kubelet
-has allocated a resize it cannot actuate yet: it stays InProgress. At each stage the ledger equals `draledger
+has allocated a resize it cannot actuate yet: it stays InProgress (an attempt whose pause catches the kubelet's sync
+loop inside a runtime call is undone and made anew). At each stage the ledger equals `draledger
 audit` of a dump, and kube-scheduler itself is asked what is free on the node: a probe pod asking one millicore
 more than the ledger's ``free`` stays unschedulable, one asking exactly ``free`` is bound.
 """
@@ -101,6 +102,36 @@ def runtime_paused(site: NodeSite) -> Iterator[None]:
         os.kill(pid, signal.SIGCONT)
 
 
+def resized(ns: Scratch, pod: str, cpu: str) -> bool:
+    return resize_condition(ns, pod) is None and actual_cpu(ns, pod)[:2] == (cpu, cpu)
+
+
+@contextlib.contextmanager
+def resize_in_progress(site: NodeSite, ns: Scratch, pod: str, cpu: str, *, back: str,
+                       attempts: int = 3) -> Iterator[None]:
+    """containerd paused with ``pod``'s resize to ``cpu`` allocated by the kubelet and not actuated, for the block.
+
+    The kubelet's sync loop admits resizes, and every 2 s it also lists the runtime's pods (housekeeping). A pause
+    that lands during such a call holds the loop for the whole CRI timeout (2 minutes), resize and all. Such an
+    attempt is seen through with the runtime running again, undone (back to ``back``), and made anew.
+    """
+    for attempt in range(1, attempts + 1):
+        with runtime_paused(site):
+            resize(ns, pod, container_cpu(cpu))
+            try:
+                wait_until(lambda: resize_condition(ns, pod) == ("PodResizeInProgress", ""), within=20.0,
+                           what=f"the resize of {pod} to be in progress (attempt {attempt})")
+            except AssertionError:
+                if attempt == attempts:
+                    raise
+            else:
+                yield
+                return
+        wait_until(lambda: resized(ns, pod, cpu), within=WITHIN, what=f"the resize of {pod} to {cpu} to be done")
+        resize(ns, pod, container_cpu(back))
+        wait_until(lambda: resized(ns, pod, back), within=WITHIN, what=f"the resize of {pod} back to {back}")
+
+
 def test_resize_statuses_and_charges_follow_the_scheduler(realnode: NodeSite, ns: Scratch, tmp_path: Path) -> None:
     """Pending (Deferred), in progress, done (container and pod level) and Infeasible: the ledger is the scheduler's."""
     ns.template("core", "core")
@@ -135,19 +166,15 @@ def test_resize_statuses_and_charges_follow_the_scheduler(realnode: NodeSite, ns
     # done: room is made, the kubelet resizes app; a pod-level resize of plevel goes through as well
     ns.delete("filler")
     resize(ns, "plevel", {"resources": {"requests": {"cpu": "150m"}}})
-    wait_until(lambda: resize_condition(ns, "app") is None and actual_cpu(ns, "app")[:2] == ("200m", "200m")
-               and actual_cpu(ns, "plevel")[2] == "150m", within=WITHIN, what="both resizes to be done")
+    wait_until(lambda: resized(ns, "app", "200m") and actual_cpu(ns, "plevel")[2] == "150m", within=WITHIN,
+               what="both resizes to be done")
     assert free - 150 == agree(realnode, ns, tmp_path, "done")
 
     # in progress: allocated by the kubelet, not yet actuated by the runtime
-    with runtime_paused(realnode):
-        resize(ns, "app", container_cpu("300m"))
-        assert ("PodResizeInProgress", "") == wait_until(lambda: resize_condition(ns, "app"), within=WITHIN,
-                                                         what="the resize to be in progress")
+    with resize_in_progress(realnode, ns, "app", "300m", back="200m"):
         assert ("300m", "200m") == actual_cpu(ns, "app")[:2]
         assert free - 250 == agree(realnode, ns, tmp_path, "progress")
-    wait_until(lambda: actual_cpu(ns, "app")[:2] == ("300m", "300m") and resize_condition(ns, "app") is None,
-               within=WITHIN, what="the resize to be done once the runtime runs again")
+    wait_until(lambda: resized(ns, "app", "300m"), within=WITHIN, what="the resize to be done with the runtime running")
 
     # Infeasible: a Guaranteed pod's cpu under the static CPU manager policy; the scheduler keeps the allocated size
     resize(ns, "fixed", container_cpu("200m", guaranteed=True))

@@ -1,8 +1,15 @@
 """Kubernetes Events: phase changes on ledgers (``kubectl describe nal NODE`` tells the story) and the
-reasons a pod is held by the gate (``kubectl describe pod``). Best effort: never blocks anything."""
+reasons a pod is held by the gate (``kubectl describe pod``). Best effort: never blocks anything.
+
+A :class:`Poster` sends them in the background, ``CONCURRENCY`` at once. Unbounded, a burst of releases (an Event
+each) took the client's connections, and the gate patches decided meanwhile waited behind them for one: the fault
+suite saw releases land over a second after their decisions. The operator's client holds a connection for each of
+its writes, its releases and this lane (``running``), so that none of them waits for another's.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import structlog
@@ -11,10 +18,38 @@ from draledger.core.accounting.ledger import Ledger
 from draledger.core.bodies import API_VERSION, KIND
 from draledger.core.phases import WARNINGS, Phase
 from draledger.operator.clocks import now_rfc3339
-from draledger.operator.kubeapi import ApiError, KubeApi
+from draledger.operator.kubeapi import ApiError, KubeApi, transport_cause
 from draledger.operator.metrics import Metrics
 
 log = structlog.get_logger("draledger")
+CONCURRENCY = 2  # Events in flight at once
+
+
+class Poster:
+    """Posts Events in the background, at most ``CONCURRENCY`` in flight; only ``settle`` waits for them."""
+
+    def __init__(self, api: KubeApi, metrics: Metrics, enabled: bool = True) -> None:
+        self.api = api
+        self.metrics = metrics
+        self.enabled = enabled
+        self._slots = asyncio.Semaphore(CONCURRENCY)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def post(self, body: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        task = asyncio.create_task(self._send(body), name=f"draledger-event-{body['reason']}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, body: dict[str, Any]) -> None:
+        async with self._slots:
+            await send(self.api, body, self.metrics)
+
+    async def settle(self) -> None:
+        """Until every Event posted is answered (tests, and a clean stop)."""
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
 
 
 def event_body(involved: dict[str, Any], reason: str, message: str, kind: str, now: str) -> dict[str, Any]:
@@ -43,6 +78,10 @@ async def send(api: KubeApi, body: dict[str, Any], metrics: Metrics) -> None:
     except ApiError as error:
         metrics.write_failures.labels("event", str(error.status)).inc()
         log.warning("event not posted", involved=body["involvedObject"].get("name"), error=str(error))
+    except (OSError, TimeoutError) as error:  # aiohttp's connection errors are OSErrors
+        metrics.write_failures.labels("event", "unreachable").inc()
+        log.warning("event not posted", involved=body["involvedObject"].get("name"), server=api.server,
+                    cause=transport_cause(error))
 
 
 def phase_message(ledger: Ledger, frozen_reason: str) -> str:
@@ -53,15 +92,14 @@ def phase_message(ledger: Ledger, frozen_reason: str) -> str:
     return "; ".join(reasons) or "all conditions hold"
 
 
-async def post(api: KubeApi, node: str, uid: str, old: str, new: str, message: str, metrics: Metrics) -> None:
-    """A ledger's phase changed."""
+def phase_changed(node: str, uid: str, old: str, new: str, message: str) -> dict[str, Any]:
+    """The Event of a ledger's phase change."""
     involved = {"apiVersion": API_VERSION, "kind": KIND, "name": node, "uid": uid}
     kind = "Warning" if new in WARNINGS else "Normal"  # core.phases, rule 3
-    await send(api, event_body(involved, new, f"{old or 'new'} -> {new}: {message}", kind, now_rfc3339()), metrics)
+    return event_body(involved, new, f"{old or 'new'} -> {new}: {message}", kind, now_rfc3339())
 
 
-async def post_pod(api: KubeApi, namespace: str, name: str, uid: str, reason: str, message: str,
-                   metrics: Metrics) -> None:
-    """A pod is held by the gate, for this reason."""
+def about_pod(namespace: str, name: str, uid: str, reason: str, message: str) -> dict[str, Any]:
+    """The Event of a pod held by the gate for this reason, or released."""
     involved = {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": namespace, "uid": uid}
-    await send(api, event_body(involved, f"LedgerGate{reason}", message, "Normal", now_rfc3339()), metrics)
+    return event_body(involved, f"LedgerGate{reason}", message, "Normal", now_rfc3339())

@@ -80,9 +80,10 @@ class Releaser:
     """Decides from every node's standing now, sends the releases, and keeps what they rely on in flight."""
 
     def __init__(self, runtime: Runtime, api: KubeApi, stored: StoredLedgers, flags: Callable[[str], Flags],
-                 leads: Callable[[], bool] = lambda: True) -> None:
+                 leads: Callable[[], bool] = lambda: True, poster: events.Poster | None = None) -> None:
         self.runtime = runtime
         self.api = api
+        self.events = poster or events.Poster(api, runtime.metrics, runtime.config.events)
         self.stored = stored  # the writer's mirror: what is stored
         self.flags = flags  # a node's flags, as the writer composes them
         self.leads = leads
@@ -106,7 +107,6 @@ class Releaser:
         self._settled = asyncio.Event()
         self._settled.set()
         self._slots = asyncio.Semaphore(RELEASE_CONCURRENCY)
-        self._events: set[asyncio.Task[None]] = set()
         self._retry_timer: asyncio.TimerHandle | None = None
         self.outside = runtime.not_ours
 
@@ -323,6 +323,7 @@ class Releaser:
         assert decision.patch is not None
         where = f"{pod.namespace}/{pod.name}"
         metrics = self.runtime.metrics
+        sent = self.runtime.clock()
         async with self._slots:
             try:
                 await self.api.json_patch(f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}", decision.patch,
@@ -345,7 +346,8 @@ class Releaser:
                 return
         metrics.writes.labels("pod-gate").inc()
         metrics.gate_releases.inc()
-        log.info("gate released", pod=where, placement=decision.message, released_on=decision.released_on)
+        log.info("gate released", pod=where, placement=decision.message, released_on=decision.released_on,
+                 answered_in=round(self.runtime.clock() - sent, 3))
         self._event(pod, "Released", f"released by {GATE}: {decision.message}")
 
     def _retry(self, pod: PodView) -> None:
@@ -361,12 +363,7 @@ class Releaser:
 
     def _event(self, pod: PodView, reason: str, message: str) -> None:
         """Post an Event about the pod, in the background (rule 6)."""
-        if not self.runtime.config.events:
-            return
-        task = asyncio.create_task(events.post_pod(self.api, pod.namespace, pod.name, pod.uid, reason, message,
-                                                   self.runtime.metrics))
-        self._events.add(task)
-        task.add_done_callback(self._events.discard)
+        self.events.post(events.about_pod(pod.namespace, pod.name, pod.uid, reason, message))
 
     async def answered(self) -> None:
         """Until every release in flight is answered."""
@@ -375,8 +372,7 @@ class Releaser:
     async def settle(self) -> None:
         """Until every release and Event in flight is answered (tests, and a clean stop)."""
         await self._settled.wait()
-        if self._events:
-            await asyncio.wait(list(self._events))
+        await self.events.settle()
 
 
 def _age(pod: PodView, now: datetime) -> float:

@@ -105,10 +105,12 @@ class KubeApi:
         connect_timeout: float | None = None,
         login: Callable[[], kopf.ConnectionInfo] | None = None,
         now: Callable[[], datetime.datetime] = clocks.now,
+        connections: int = 16,
     ) -> None:
         """``attempts`` retries of 429, 5xx and connection errors; ``timeout`` seconds per request, of which
         ``connect_timeout`` to connect (commands use short ones, so an unreachable server fails fast);
-        ``now``, the wall clock that credentials expire by."""
+        ``now``, the wall clock that credentials expire by; ``connections``, the most open at once (a request
+        beyond them waits for one, and its time counts against its ``timeout``)."""
         self.server = info.server.rstrip("/")
         self._info = info
         self._login = login
@@ -117,6 +119,7 @@ class KubeApi:
         self._attempts = attempts
         self._timeout = aiohttp.ClientTimeout(total=timeout, connect=connect_timeout)
         self._session: aiohttp.ClientSession | None = None
+        self._connections = connections
 
     def _ssl(self) -> ssl.SSLContext | bool:
         info = self._info
@@ -161,7 +164,7 @@ class KubeApi:
 
     async def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(ssl=self._ssl(), limit=16)
+            connector = aiohttp.TCPConnector(ssl=self._ssl(), limit=self._connections)
             auth = (
                 aiohttp.BasicAuth(self._info.username, self._info.password or "")
                 if self._info.username

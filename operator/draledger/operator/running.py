@@ -22,7 +22,7 @@ from typing import Any
 import kopf
 import structlog
 
-from draledger.operator import handlers, kopfcompat, priming, probes
+from draledger.operator import events, gating, handlers, kopfcompat, priming, probes
 from draledger.operator.config import OperatorConfig
 from draledger.operator.connecting import Source, credentials
 from draledger.operator.electing import FencedApi, elector_for
@@ -33,7 +33,14 @@ from draledger.operator.stored import Stored
 from draledger.operator.watching import HOOKS
 from draledger.operator.writing import Writer
 
+READS = 4  # reads of the operator's client that may be in flight besides its writes' (``client_connections``)
 log = structlog.get_logger("draledger")
+
+
+def client_connections(config: OperatorConfig) -> int:
+    """The operator's client has a connection for every request that may be in flight at once, so that none
+    waits for another's: the writes, the releases, the Events' lane, and the reads (a LIST, /version) besides."""
+    return config.write_concurrency + gating.RELEASE_CONCURRENCY + events.CONCURRENCY + READS
 
 
 def source_of(config: OperatorConfig) -> Source:
@@ -67,7 +74,7 @@ class Operator:
         election = config.leader_election
         info = self.info = connection_info(config)  # once: an exec plugin runs once at the start, for every client
         self.elector = elector_for(election, info, login, self.runtime.clock, lambda _: self.runtime.wakeup.set())
-        self.api = FencedApi(info, self.elector.write_window, login=login)
+        self.api = FencedApi(info, self.elector.write_window, login=login, connections=client_connections(config))
         self.writer = Writer(self.runtime, self.api, leads=self.elector.leads if election.enabled else None)
         self.releasing = Releasing(self.runtime, self.api, self.elector.leads if election.enabled else lambda: True)
         self.metrics.leader.set_function(self.elector.leads)

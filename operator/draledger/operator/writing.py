@@ -83,7 +83,8 @@ class Writer:
         self.leading = False  # as of the last look: the first look that finds this replica leading takes over
         self.stored = StoredLedgers(runtime.clock, runtime.mark)
         self.backfill = Backfill(runtime, api)
-        self.releaser = Releaser(runtime, api, self.stored, self.flags, self.leads)
+        self.events = events.Poster(api, runtime.metrics, runtime.config.events)
+        self.releaser = Releaser(runtime, api, self.stored, self.flags, self.leads, self.events)
         self.releaser.expedite = self.expedite
         self.term: set[str] | None = None  # nodes of this term not planned and answered yet (rule 10)
         self.urgent: set[str] = set()  # nodes a held pod waits for: written as soon as they can be
@@ -126,7 +127,7 @@ class Writer:
             old = stored.phase
             stored.ledger_version = stored.guard_version = version
             stored.phase, stored.content, stored.has_status = Phase.REBUILDING, b"", True
-            await self._phase_event(name, stored, old, "the operator (re)started; recounting every object")
+            self._phase_event(name, stored, old, "the operator (re)started; recounting every object")
 
     # ----- the loop -----
     async def run(self) -> None:
@@ -154,9 +155,10 @@ class Writer:
         self._note_caught_up()
 
     async def drain(self) -> None:
-        """Until no write is in flight (tests, and the benchmarks' settled moments)."""
+        """Until no write, and no Event of one, is in flight (tests, and the benchmarks' settled moments)."""
         while self.inflight:
             await asyncio.gather(*self.inflight.values(), return_exceptions=True)
+        await self.events.settle()
 
     async def take_lead(self) -> bool:
         """Whether this replica writes now. Taking over (at start, too, without leader election): the stored
@@ -356,7 +358,7 @@ class Writer:
             runtime.mark({node})  # frozen or resumed since the last ledger event: that event is older than this
         runtime.metrics.set_phase(node, stored.phase)
         if old_phase != stored.phase:
-            await self._phase_event(node, stored, old_phase, events.phase_message(plan.ledger, stored.frozen_reason))
+            self._phase_event(node, stored, old_phase, events.phase_message(plan.ledger, stored.frozen_reason))
 
     async def _send(self, node: str, target: str, call: Awaitable[Any]) -> bool:
         try:
@@ -368,8 +370,6 @@ class Writer:
         self.runtime.metrics.writes.labels(target).inc()
         return True
 
-    async def _phase_event(self, node: str, stored: Stored, old: str, message: str) -> None:
-        if not self.runtime.config.events:
-            return
-        await events.post(self.api, node, stored.uid, old, stored.phase, message, self.runtime.metrics)
+    def _phase_event(self, node: str, stored: Stored, old: str, message: str) -> None:
+        self.events.post(events.phase_changed(node, stored.uid, old, stored.phase, message))
 

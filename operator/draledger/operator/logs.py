@@ -26,7 +26,7 @@ def configure(log_format: str = "json", level: str = "info") -> None:
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=True,
+        cache_logger_on_first_use=False,  # a second configure (demo, then run; tests) reaches every logger
     )
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(

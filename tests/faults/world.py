@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from draledger.demo.emulator import ClusterEmulator, EmulatorServer
 from draledger.demo.emulator.discovery import register_cluster_resources
+from draledger.operator import gating
 from tests.faults import checks
 from tests.faults.churn import Churn
 from tests.faults.process import OperatorProcess, Operators
@@ -27,7 +28,10 @@ from tests.faults.timeline import Timeline
 
 T = TypeVar("T")
 QUIET = 3.0  # seconds without any write after convergence
-SETTLE = 1.0  # seconds without a change that end a backlog
+# Seconds without a change that end a backlog: longer than the operator's longest deliberate pause before a write.
+# A pod's Event comes EVENT_AFTER (0.5 s) after its hold reason starts, from a pass that may be waiting out a retry
+# (RELEASE_RETRY, 1 s) meanwhile; at 1 s, such an Event landed in the quiet window (watch-errors, seed 2).
+SETTLE = gating.EVENT_AFTER + gating.RELEASE_RETRY + 0.5
 SETTLE_WITHIN = 30.0
 CONVERGE_WITHIN = 45.0
 HELD_FOR_NOTHING = ('reason="Conflict"', 'reason="WatchUnhealthy"', 'reason="Rebuilding"')

@@ -448,7 +448,7 @@ class TestStandingsStayCurrent:
         """The standings built from nothing: what the incremental ones must equal."""
         from draledger.operator.gating import Releaser
 
-        fresh = Releaser(writer.runtime, writer.api, writer.stored, writer.flags)
+        fresh = Releaser(writer.runtime, writer.api, writer.stored, writer.flags, writer.leads, writer.events)
         fresh.computed, fresh.confirmed, fresh.demoting = writer.releaser.computed, writer.releaser.confirmed, \
             writer.releaser.demoting
         fresh.changed = set(fresh.computed)

@@ -148,8 +148,8 @@ OPTIONS: tuple[Option, ...] = (
            "ledger writes in flight at once",
            details="Writes never block each other nor the gate releases; a node whose writes fail waits its own "
            "backoff (0.5 s doubling to 30 s) while the others go on. The API client opens a connection for each "
-           "of them, for the 8 releases in flight, for 2 Events (posted in the background, best effort) and for "
-           "4 reads, so that no request waits for another's connection"),
+           "of them besides those of the gate releases, the Events (posted in the background, best effort) and the "
+           "reads, so that no request waits for another's connection"),
     Option("--leader-election", BOOLEAN, _E.enabled,
            "only the holder of a coordination.k8s.io/v1 Lease writes (ledgers, gate releases, backfill, Events); "
            "the other replicas watch, keep their state warm and serve the webhook", field="leader_election.enabled",

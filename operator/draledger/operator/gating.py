@@ -80,10 +80,10 @@ class Releaser:
     """Decides from every node's standing now, sends the releases, and keeps what they rely on in flight."""
 
     def __init__(self, runtime: Runtime, api: KubeApi, stored: StoredLedgers, flags: Callable[[str], Flags],
-                 leads: Callable[[], bool] = lambda: True, poster: events.Poster | None = None) -> None:
+                 leads: Callable[[], bool], poster: events.Poster) -> None:
         self.runtime = runtime
         self.api = api
-        self.events = poster or events.Poster(api, runtime.metrics, runtime.config.events)
+        self.events = poster  # the writer's: one lane for every Event of the process
         self.stored = stored  # the writer's mirror: what is stored
         self.flags = flags  # a node's flags, as the writer composes them
         self.leads = leads

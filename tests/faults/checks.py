@@ -17,12 +17,21 @@ Releases (the gate ``draledger.dev/ledger-ready`` removed from a pod, and only t
     before its claim existed, its node went NotReady 50 ms before the release, and neither lasted.
 
     Why ``GRACE = 1 s``: the operator decides from watch events, so its view trails the store by the event
-    delivery, the coalescing window (50 ms), a release pass and the patch's trip back, tens of milliseconds
-    and a few hundred on this shared 2-core machine under load. One second covers that with margin and is
-    still shorter than every unsafe period the churn and the scenarios create (a node NotReady, a ledger
-    frozen: 1.5 to 3 s; a slice deleted, a watch gap, an API server stopped: longer), so a release that
-    ignored one of them is caught. Shorter unsafe periods (an incomplete memory pool, 0.2 to 1.5 s) are
-    judged only when they outlast the grace.
+    delivery, the coalescing window (50 ms) and a release pass, tens of milliseconds and a few hundred on this
+    shared 2-core machine under load. One second covers that with margin and is still shorter than every
+    unsafe period the churn and the scenarios create (a node NotReady, a ledger frozen: 1.5 to 3 s; a slice
+    deleted, a watch gap, an API server stopped: longer), so a release that ignored one of them is caught.
+    Shorter unsafe periods (an incomplete memory pool, 0.2 to 1.5 s) are judged only when they outlast the
+    grace.
+
+    The interval starts from the decision, not the landing: ``[sent - GRACE, t)``. A patch's trip to the
+    store is not the operator's view trailing it. On a loaded 2-core machine (CI) the emulator, in the test's
+    own process, takes up to 1.8 s to store a release sent at once after its decision; judged from the
+    landing, such a release is held to a store its decider could not have seen. ``sent`` is when the
+    operator's log says the patch left (its ``gate released`` line: the time of the answer less
+    ``answered_in``), on this process's monotonic clock. The log is the operator's word, so it is trusted for
+    at most ``FLIGHT`` seconds: a release whose line is missing is judged from its landing, and one whose
+    line puts its sending further back is judged from ``t - FLIGHT``.
 
 Releases, by the record (the second judge, issue 24): the same releases, judged from what was stored at the
     very moment of each, as ``kubectl get nal`` and every auditor read it, with no knowledge of the objects
@@ -57,9 +66,13 @@ No request loop: once converged, a quiet window with no changes sees no PATCH, P
 
 from __future__ import annotations
 
+import json
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from draledger.core.accounting.ledger import Flags, RejectedSlice
@@ -74,6 +87,7 @@ from tests.faults.objects import affinity_allows, claim_names, gate_names, node_
 from tests.faults.timeline import OPERATOR, Entry
 
 GRACE = 1.0
+FLIGHT = 2.5  # seconds a release's own log may put its sending before its landing (see GRACE)
 INPUTS = ("nodes", "pods", "resourceslices", "resourceclaims")
 LEDGERS = "nodeallocatableledgers"
 FIELD = "nodeAllocatableResourceClaimStatuses"
@@ -304,8 +318,33 @@ def _foreign_edit(entry: Entry) -> str:
     return f"the operator changed {name} in another way"
 
 
-def judge(entries: Iterable[Entry], grace: float = GRACE) -> Judgement:
-    """Replay the timeline once: every release judged, every ledger version and operator edit checked."""
+def sent_times(logs: Iterable[Path]) -> dict[str, list[float]]:
+    """When each release left the operator, by its logs (``namespace/name`` -> times, on ``time.monotonic``)."""
+    offset = time.time() - time.monotonic()
+    sent: dict[str, list[float]] = {}
+    for path in logs:
+        for line in path.read_text(errors="replace").splitlines():
+            if '"gate released"' not in line:
+                continue
+            try:
+                fields = json.loads(line)
+                answered = datetime.fromisoformat(fields["timestamp"].replace("Z", "+00:00")).timestamp()
+                sent.setdefault(fields["pod"], []).append(answered - float(fields["answered_in"]) - offset)
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut by a SIGKILL
+    return sent
+
+
+def _decided(sent: Mapping[str, Iterable[float]], pod: str, at: float) -> float:
+    """When the release of ``pod`` that landed at ``at`` was sent, as far as the log is trusted (GRACE)."""
+    return min(at, max((max(s, at - FLIGHT) for s in sent.get(pod, ()) if s <= at + 0.01), default=at))
+
+
+def judge(entries: Iterable[Entry], grace: float = GRACE,
+          sent: Mapping[str, Iterable[float]] | None = None) -> Judgement:
+    """Replay the timeline once: every release judged, every ledger version and operator edit checked;
+    ``sent`` (:func:`sent_times`) says when each release left the operator."""
+    sent = sent or {}
     result = Judgement()
     objects: dict[Key, dict[str, Any]] = {}
     frozen: dict[str, bool] = {}
@@ -321,11 +360,11 @@ def judge(entries: Iterable[Entry], grace: float = GRACE) -> Judgement:
             if problem := record.vouches(change.obj, entry.at, grace):
                 meta = change.obj["metadata"]
                 result.by_record.append(f"{meta.get('namespace')}/{meta['name']} at {entry.at:.3f}: {problem}")
-            start = entry.at - grace
+            meta = change.obj["metadata"]
+            start = _decided(sent, f"{meta.get('namespace')}/{meta['name']}", entry.at) - grace
             window = [state for index, (at, state) in enumerate(states)
                       if at < entry.at and (index + 1 == len(states) or states[index + 1][0] > start)]
             unsafe = set.intersection(*(state.unsafe(change.obj) for state in window)) if window else set()
-            meta = change.obj["metadata"]
             why = f"{len(window)} states; first: {window[0].explain(change.obj)}; last: " \
                   f"{window[-1].explain(change.obj)}" if unsafe else ""
             result.releases.append(Release(entry.at, f"{meta.get('namespace')}/{meta['name']}", unsafe, why))
@@ -354,7 +393,7 @@ def judge(entries: Iterable[Entry], grace: float = GRACE) -> Judgement:
         else:
             continue
         states.append((entry.at, State(dict(objects), frozen)))
-        while len(states) > 2 and states[1][0] <= entry.at - grace - 0.5:
+        while len(states) > 2 and states[1][0] <= entry.at - grace - FLIGHT - 0.5:
             states.popleft()
     return result
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import copy
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from draledger.core.accounting.release import ANNOTATION, GATE
 from draledger.demo.emulator import Change
-from tests.faults.checks import judge
+from tests.faults.checks import judge, sent_times
 from tests.faults.objects import allocation, claim_body, cpu_slice, node_body, pod_body
 from tests.faults.timeline import OPERATOR, Entry
 
@@ -141,6 +145,39 @@ class TestReleases:
         timeline.release(5.0, pod)
         (release,) = judge(timeline.entries).releases
         assert wrong == sorted(release.wrong)
+
+    @pytest.mark.parametrize(("down_at", "sent", "wrong"), [
+        pytest.param(4.0, None, ["n2"], id="no-log-judged-from-the-landing"),
+        pytest.param(4.0, 3.4, [], id="decided-before-the-node-went-down"),
+        pytest.param(2.0, 0.5, ["n2"], id="the-log-trusted-for-FLIGHT-only"),
+    ])
+    def test_a_release_is_judged_from_when_it_was_sent(self, down_at: float, sent: float | None,
+                                                        wrong: list[str]) -> None:
+        """A release landing at 5.5: sent at 3.4 (the store slow to take it) while n2 went NotReady at 4.0,
+        its decider saw n2 Ready within the grace; a log that puts its sending 5 s back is trusted for FLIGHT
+        (2.5 s) only, so n2 NotReady from 2.0 is held against it."""
+        timeline = Recorder()
+        timeline.cluster()
+        timeline.put(1.0, "resourceclaims", claim_body("c"))
+        pod = timeline.put(1.0, "pods", pod_body("p", "100m", claim="c", gates=(GATE,)))
+        timeline.put(down_at, "nodes", not_ready("n2"))
+        timeline.release(5.5, pod)
+        (release,) = judge(timeline.entries, sent={} if sent is None else {"faults/p": [sent]}).releases
+        assert wrong == sorted(release.wrong)
+
+    def test_the_sending_is_read_from_the_operators_log(self, tmp_path: Path) -> None:
+        """``gate released`` lines give the sending (the answer less ``answered_in``); other lines, and a line
+        a SIGKILL cut, give nothing."""
+        now = datetime.now(UTC)
+        line = {"event": "gate released", "pod": "faults/p", "answered_in": 1.25,
+                "timestamp": now.isoformat().replace("+00:00", "Z")}
+        (tmp_path / "operator-0.log").write_text("\n".join([
+            json.dumps(line), json.dumps({"event": "ledger written", "timestamp": line["timestamp"]}),
+            '{"event": "gate released", "pod": "faults/q", "answ']) + "\n")
+        sent = sent_times([tmp_path / "operator-0.log"])
+        assert ["faults/p"] == list(sent)
+        expected = now.timestamp() - 1.25 - (time.time() - time.monotonic())
+        assert sent["faults/p"][0] == pytest.approx(expected, abs=0.05)
 
     def test_a_release_that_keeps_away_from_the_unsafe_node_is_right(self) -> None:
         """The operator's NotIn affinity takes the unsafe node out of the judgement."""

@@ -109,7 +109,7 @@ async def judged(world: World, survivor: OperatorProcess) -> list[str]:
     stuck = {labels: value for labels, value in held.items() if labels in HELD_FOR_NOTHING and value}
     if stuck:
         problems.append(f"pods held for a transient reason after convergence: {stuck}")
-    judgement = checks.judge(world.timeline.entries)
+    judgement = checks.judge(world.timeline.entries, sent=checks.sent_times(world.logs.glob("*.log")))
     problems += [f"{r.pod} at {r.at:.3f}: unsafe {sorted(r.wrong)} ({r.why})" for r in judgement.wrong]
     problems += [f"by the record: {wrong}" for wrong in judgement.by_record]
     return problems + judgement.version_errors + judgement.foreign_edits

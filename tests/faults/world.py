@@ -196,7 +196,7 @@ class World:
         stuck = {labels: value for labels, value in held.items() if labels in HELD_FOR_NOTHING and value}
         if stuck:
             outcome.problems.append(f"pods held for a transient reason after convergence: {stuck}")
-        judgement = checks.judge(self.timeline.entries)
+        judgement = checks.judge(self.timeline.entries, sent=checks.sent_times(self.logs.glob("*.log")))
         outcome.releases = len(judgement.releases)
         outcome.wrong = [f"{r.pod} at {r.at:.3f}: unsafe {sorted(r.wrong)} ({r.why})" for r in judgement.wrong]
         outcome.wrong_by_record = judgement.by_record

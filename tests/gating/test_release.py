@@ -115,6 +115,20 @@ class TestRelease:
                 (patch,) = [r for r in writes(emulator, "pods") if r.subresource is None]
                 assert "application/json-patch+json" == patch.headers["Content-Type"]
 
+    async def test_a_pod_released_at_once_gets_no_event(self) -> None:
+        """Held for less than half a second (its ledgers Ready): released with its record, and no Event at all,
+        so a burst costs one write a pod (the release), not two."""
+        async with serve_emulator() as (emulator, url):
+            emulator.load_objects([*case_items("v08"), unallocated_claim()])
+            async with running(url, pod_status="observe") as operator:
+                for node in ("n1", "n2", "n3"):
+                    await eventually(phase_is(emulator, node, "Ready"))
+                emulator.load_objects([gated_pod("g")])
+                await eventually(lambda: released(emulator, "g"))
+                await asyncio.wait_for(operator.writer.releaser.settle(), 10.0)  # its Event would be in flight
+                assert [] == reasons(emulator, "g")
+                assert pod_spec(emulator, "g") is not None
+
     async def test_existing_terms_are_tightened_not_replaced(self) -> None:
         """Every existing nodeSelectorTerm gains our requirement; nothing the user wrote is lost."""
         user_terms = [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},

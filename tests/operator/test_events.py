@@ -91,3 +91,20 @@ async def test_releases_are_answered_while_a_burst_of_events_goes_unanswered(ser
     server.answer.set()
     await asyncio.wait_for(poster.settle(), 10.0)
     assert server.events_answered == 200
+
+
+async def test_an_event_whose_news_has_passed_is_dropped(served: tuple[Server, KubeApi]) -> None:
+    """A backlog never tells what has passed: ``still`` is asked when the Event's turn comes, not when posted."""
+    server, api = served
+    metrics = Metrics()
+    poster = events.Poster(api, metrics)
+    for n in range(events.CONCURRENCY):  # the lane, full and unanswered
+        poster.post(pod_event(n))
+    await eventually(lambda: server.events_in_flight == events.CONCURRENCY, what="the Events' lane to fill")
+    held = {"p8": True, "p9": True}
+    poster.post(pod_event(8), still=lambda: held["p8"])
+    poster.post(pod_event(9), still=lambda: held["p9"])
+    held["p8"] = False  # released while its Event waited for a slot
+    server.answer.set()
+    await asyncio.wait_for(poster.settle(), 5.0)
+    assert (server.events_answered, metrics.events_dropped._value.get()) == (events.CONCURRENCY + 1, 1)

@@ -10,6 +10,7 @@ its writes, its releases and this lane (``running``), so that none of them waits
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -35,15 +36,20 @@ class Poster:
         self._slots = asyncio.Semaphore(CONCURRENCY)
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def post(self, body: dict[str, Any]) -> None:
+    def post(self, body: dict[str, Any], still: Callable[[], bool] | None = None) -> None:
+        """Send ``body`` when a slot is free, unless ``still`` then says that what it reports no longer holds
+        (a pod's reason to be held, once the pod is released): a backlog never tells what has passed."""
         if not self.enabled:
             return
-        task = asyncio.create_task(self._send(body), name=f"draledger-event-{body['reason']}")
+        task = asyncio.create_task(self._send(body, still), name=f"draledger-event-{body['reason']}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _send(self, body: dict[str, Any]) -> None:
+    async def _send(self, body: dict[str, Any], still: Callable[[], bool] | None) -> None:
         async with self._slots:
+            if still is not None and not still():
+                self.metrics.events_dropped.inc()
+                return
             await send(self.api, body, self.metrics)
 
     async def settle(self) -> None:

@@ -27,14 +27,18 @@ Rules:
    the pass goes on. While a watch request is being renewed (``Runtime.renewing``) the pass decides nothing,
    so that pods held for it get no Event; the stream's answer wakes the next pass.
 6. A pod held back is counted by reason, and gets an Event with the reason once it has been held for it
-   ``EVENT_AFTER`` seconds (again when the reason changes); a released pod gets one naming what it was
-   released on. Events never hold a release.
+   ``EVENT_AFTER`` seconds (again when the reason changes); a pod that got one gets another when it is
+   released, naming what it was released on. A pod released within ``EVENT_AFTER`` gets none: its story is in
+   its ``released-on`` annotation, and a burst costs no write a pod for Events. An Event whose reason no longer
+   holds when its turn to be sent comes (the pod released, deleted, or held for another reason by then) is
+   dropped. Events never hold a release.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -101,6 +105,7 @@ class Releaser:
         self.wake = runtime.release_wakeup
         self.released: dict[PodKey, PodView] = {}
         self.reasons: dict[PodKey, tuple[str, float, bool]] = {}  # pod -> (reason, since, said)
+        self.told: set[PodKey] = set()  # pods that got an Event saying why they were held (rule 6)
         self.retry_soon = False
         self.retry_in = RELEASE_RETRY
         self.relying: dict[asyncio.Task[None], tuple[str, ...] | None] = {}  # patches in flight -> their nodes
@@ -290,6 +295,7 @@ class Releaser:
         runtime.metrics.set_gated(counts, oldest)
         if len(self.reasons) > 2 * len(state.held) + 100:
             self.reasons = {k: v for k, v in self.reasons.items() if k in state.held}
+            self.told &= state.held
 
     def _held(self, pod: PodView, decision: Decision) -> None:
         """Rule 6: the Event says why, once the pod has been held for that reason ``EVENT_AFTER`` seconds (a
@@ -301,13 +307,23 @@ class Releaser:
             asyncio.get_running_loop().call_later(EVENT_AFTER, self.wake.set)
         elif not said and now - since >= EVENT_AFTER:
             self.reasons[pod.key] = (reason, since, True)
-            self._event(pod, decision.reason, f"held by {GATE}: {decision.message}")
+            self._event(pod, reason, f"held by {GATE}: {decision.message}",
+                        still=functools.partial(self._still_held, pod.key, reason))
+
+    def _still_held(self, key: PodKey, reason: str) -> bool:
+        """Rule 6, asked when a held pod's Event is about to be sent: whether it is still held for ``reason``
+        (if so, the pod is told, and its release will get an Event too)."""
+        held = key in self.runtime.state.held and (self.reasons.get(key) or ("",))[0] == reason
+        if held:
+            self.told.add(key)
+        return held
 
     def _send(self, pod: PodView, decision: Decision) -> None:
         """Start the release's patch (rule 2); what it relies on stays in flight until it is answered."""
         self.released[pod.key] = pod
         self.reasons.pop(pod.key, None)
-        task = asyncio.create_task(self._release(pod, decision), name=f"draledger-release-{pod.name}")
+        task = asyncio.create_task(self._release(pod, decision, pod.key in self.told),
+                                   name=f"draledger-release-{pod.name}")
         self.relying[task] = decision.pinned
         self._settled.clear()
         task.add_done_callback(self._done)
@@ -319,7 +335,7 @@ class Releaser:
         if self.runtime.state.held:
             self.wake.set()  # a slot is free: pods decided releasable but not sent are decided again
 
-    async def _release(self, pod: PodView, decision: Decision) -> None:
+    async def _release(self, pod: PodView, decision: Decision, told: bool) -> None:
         assert decision.patch is not None
         where = f"{pod.namespace}/{pod.name}"
         metrics = self.runtime.metrics
@@ -348,7 +364,9 @@ class Releaser:
         metrics.gate_releases.inc()
         log.info("gate released", pod=where, placement=decision.message, released_on=decision.released_on,
                  answered_in=round(self.runtime.clock() - sent, 3))
-        self._event(pod, "Released", f"released by {GATE}: {decision.message}")
+        self.told.discard(pod.key)
+        if told:  # rule 6: the end of a story its Events began
+            self._event(pod, "Released", f"released by {GATE}: {decision.message}")
 
     def _retry(self, pod: PodView) -> None:
         """The patch failed: the pod is decided again after ``RELEASE_RETRY``, from the picture then."""
@@ -361,9 +379,10 @@ class Releaser:
         self._retry_timer = None
         self.wake.set()
 
-    def _event(self, pod: PodView, reason: str, message: str) -> None:
-        """Post an Event about the pod, in the background (rule 6)."""
-        self.events.post(events.about_pod(pod.namespace, pod.name, pod.uid, reason, message))
+    def _event(self, pod: PodView, reason: str, message: str, still: Callable[[], bool] | None = None) -> None:
+        """Post an Event about the pod, in the background, unless ``still`` says by then that it no longer
+        holds (rule 6)."""
+        self.events.post(events.about_pod(pod.namespace, pod.name, pod.uid, reason, message), still)
 
     async def answered(self) -> None:
         """Until every release in flight is answered."""

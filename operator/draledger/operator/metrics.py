@@ -215,6 +215,11 @@ class Metrics:
         self.gate_releases = Counter(
             "draledger_gate_releases", "Gates removed (pods released to the scheduler)", registry=r
         )
+        self.events_dropped = Counter(
+            "draledger_events_dropped",
+            "Events not sent: what they reported (a pod held for a reason) had passed before their turn came",
+            registry=r,
+        )
         self.release_passes = Counter(
             "draledger_gate_release_passes", "Passes of the gate releaser over the held pods", registry=r
         )

@@ -19,6 +19,7 @@ from aiohttp.client_reqrep import ConnectionKey
 
 from draledger.core.accounting.release import ANNOTATION, GATE
 from draledger.demo.emulator import ClusterEmulator, serve_emulator
+from draledger.operator import gating
 from draledger.operator.config import OperatorConfig
 from draledger.operator.kubeapi import ApiError, NotFound
 from draledger.operator.metrics import Metrics
@@ -219,6 +220,47 @@ class TestHeldPods:
         assert ([], {}) == (writer.releaser.waiting(), writer.releaser.released)
 
 
+    async def test_a_pass_with_every_slot_taken_decides_no_more(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Slots full, a pass decides no pod (a burst's passes cost what they release, not every held pod), a
+        pod held for a reason keeps counting for it, and each answer lets the next pods be decided and go."""
+        waiting = [gated_pod(f"g{n:02}") for n in range(gating.RELEASE_CONCURRENCY + 4)]
+        runtime, _ = loaded([*case_items("v08"), *waiting, gated_pod("z-unseen", "later")])
+        answers = ledger_answers(runtime)
+        answered = asyncio.Event()
+
+        async def slow(method: str, path: str, body: Any) -> Any:
+            if "/pods/" in path:
+                await answered.wait()
+            return answers(method, path, body)
+
+        api = FakeApi(answers)
+        writer = Writer(runtime, api)  # type: ignore[arg-type]
+        await written(writer)
+        decided: list[str] = []
+        real = gating.decide
+        monkeypatch.setattr(gating, "decide", lambda pod, *args, **kwargs: (decided.append(pod.name),
+                                                                             real(pod, *args, **kwargs))[1])
+        api.answer = slow  # type: ignore[assignment]
+        await writer.releaser.release_pass()  # z-unseen comes last in order: held for its unseen claim
+        await writer.releaser.release_pass()
+        assert [f"g{n:02}" for n in range(gating.RELEASE_CONCURRENCY)] == decided
+        assert 0 == runtime.metrics.gated.labels("ClaimNotSeen")._value.get()  # never decided yet: not counted
+        answered.set()
+        await writer.releaser.settle()
+        await released_now(writer)
+        assert len(waiting) == len(api.released())
+        assert 1 == runtime.metrics.gated.labels("ClaimNotSeen")._value.get()
+        decided.clear()
+        answered.clear()
+        more = [f"h{n:02}" for n in range(gating.RELEASE_CONCURRENCY)]
+        for name in more:
+            runtime.event("pods", "ADDED", gated_pod(name))
+        await writer.releaser.release_pass()  # the slots fill before z-unseen's turn: it keeps its reason
+        assert (more, 1) == (decided, runtime.metrics.gated.labels("ClaimNotSeen")._value.get())
+        answered.set()
+        await writer.releaser.settle()
+
+
 class TestWriteThenRelease:
     """Issue 24: a release relies on ledgers already stored Ready, and says which."""
 
@@ -274,22 +316,24 @@ class TestWriteThenRelease:
 
     async def test_a_release_names_the_ledgers_it_relied_on(self) -> None:
         """Unpinned: ``*@resourceVersion=R``, the newest stored ledger; pinned: ``node@ledgerVersion=N``, the
-        version stored; both in the patch that removes the gate, and in the Event."""
+        version stored; both in the patch that removes the gate, and in the log line (released at once, neither
+        gets an Event: none said why it was held)."""
         runtime, _ = loaded([*case_items("v08"), allocated_claim("pre", "n1", "a1"), gated_pod("pinned", "pre"),
                              gated_pod("free")])
         api = FakeApi(ledger_answers(runtime))
         writer = Writer(runtime, api)  # type: ignore[arg-type]
         await written(writer)
-        await released_now(writer)
+        with structlog.testing.capture_logs() as logs:
+            await released_now(writer)
         patches = dict(api.released())
         newest = max(int(writer.stored.of(n).resource_version) for n in ("n1", "n2", "n3"))
         version = writer.stored.of("n1").ledger_version
         assert f"*@resourceVersion={newest}" == annotation(patches["/api/v1/namespaces/t/pods/free"])
         assert f"n1@ledgerVersion={version}" == annotation(patches["/api/v1/namespaces/t/pods/pinned"])
-        messages = sorted(body["message"] for method, path, body in api.calls
-                          if path.endswith("/events") and body["involvedObject"]["kind"] == "Pod")
-        assert [f"released by {GATE}: every ledger is Ready; released on *@resourceVersion={newest}",
-                f"released by {GATE}: pinned to n1; released on n1@ledgerVersion={version}"] == messages
+        assert {"t/free": f"*@resourceVersion={newest}", "t/pinned": f"n1@ledgerVersion={version}"} == {
+            log["pod"]: log["released_on"] for log in logs if log["event"] == "gate released"}
+        assert [] == [body for method, path, body in api.calls
+                      if path.endswith("/events") and body["involvedObject"]["kind"] == "Pod"]
 
     async def test_a_pinned_pod_waits_for_its_nodes_newest_ledger_and_has_it_written_first(self) -> None:
         """Its node changed since the last write: held (LedgerPending) and the node is written at once, without

@@ -13,10 +13,12 @@ Rules:
    between: the streams' health, the
    nodes' standings (``refresh``: nodes marked since they were last computed are computed again), what is
    stored. A release is sent the moment it is decided, without waiting for its answer, at most
-   ``RELEASE_CONCURRENCY`` in flight: a pod found releasable when that many are in flight is decided again,
-   from a newer picture, when one is answered (a decision queued behind others would grow old). A pod
-   released whose event has not come back is not looked at again (``released``). Pods pinned to the same
-   node in one pass share its room (``Standings.reserve``).
+   ``RELEASE_CONCURRENCY`` in flight. Once that many are in flight the pass decides no more: the pods after
+   are decided, from a newer picture, when one is answered (a decision queued behind others would grow old),
+   and meanwhile count for the reason they were last held for. So a pass costs the pods it releases and
+   those held for a reason ahead of them, not every held pod: deciding all of them each pass made a burst
+   cost the square of its size. A pod released whose event has not come back is not looked at again
+   (``released``). Pods pinned to the same node in one pass share its room (``Standings.reserve``).
 3. Write, then release: nothing is released until the writer has written (or found already stored) every
    ledger of its term (a start, a rebuild, a takeover: ``ready``). A pinned pod waiting for its node's newest
    ledger to be stored asks the writer to write that node first (``expedite``).
@@ -267,6 +269,11 @@ class Releaser:
             pod = state.pods.get(key)
             if pod is None or GATE not in pod.scheduling_gates:
                 continue
+            if room <= 0:  # rule 2: no slot left; the rest are decided when one frees, and keep their last reason
+                if (known := self.reasons.get(key)) is not None:
+                    counts[known[0]] = counts.get(known[0], 0) + 1
+                    oldest = max(oldest, _age(pod, now))
+                continue
             decision = decide(
                 pod,
                 standings,
@@ -278,8 +285,6 @@ class Releaser:
                 outside=self.outside,
             )
             if decision.release and decision.patch is not None:
-                if room <= 0:
-                    continue  # decided again when a patch in flight is answered (``_done`` wakes the next pass)
                 room -= 1
                 self._send(pod, decision)
                 if decision.pinned is not None:

@@ -336,7 +336,7 @@ def sent_times(logs: Iterable[Path]) -> dict[str, list[float]]:
 
 
 def _decided(sent: Mapping[str, Iterable[float]], pod: str, at: float) -> float:
-    """When the release of ``pod`` that landed at ``at`` was sent, as far as the log is trusted (GRACE)."""
+    """When the release of ``pod`` that landed at ``at`` was sent, as far as the log is trusted (``FLIGHT``)."""
     return min(at, max((max(s, at - FLIGHT) for s in sent.get(pod, ()) if s <= at + 0.01), default=at))
 
 
@@ -357,17 +357,17 @@ def judge(entries: Iterable[Entry], grace: float = GRACE,
             result.foreign_edits.append(problem)
         record.take(entry)
         if _is_release(entry):
-            if problem := record.vouches(change.obj, entry.at, grace):
-                meta = change.obj["metadata"]
-                result.by_record.append(f"{meta.get('namespace')}/{meta['name']} at {entry.at:.3f}: {problem}")
             meta = change.obj["metadata"]
-            start = _decided(sent, f"{meta.get('namespace')}/{meta['name']}", entry.at) - grace
+            pod = f"{meta.get('namespace')}/{meta['name']}"
+            if problem := record.vouches(change.obj, entry.at, grace):
+                result.by_record.append(f"{pod} at {entry.at:.3f}: {problem}")
+            start = _decided(sent, pod, entry.at) - grace
             window = [state for index, (at, state) in enumerate(states)
                       if at < entry.at and (index + 1 == len(states) or states[index + 1][0] > start)]
             unsafe = set.intersection(*(state.unsafe(change.obj) for state in window)) if window else set()
             why = f"{len(window)} states; first: {window[0].explain(change.obj)}; last: " \
                   f"{window[-1].explain(change.obj)}" if unsafe else ""
-            result.releases.append(Release(entry.at, f"{meta.get('namespace')}/{meta['name']}", unsafe, why))
+            result.releases.append(Release(entry.at, pod, unsafe, why))
         if entry.plural == LEDGERS:
             status = _status(change.obj)
             if "ledgerVersion" in status:

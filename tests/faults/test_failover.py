@@ -29,7 +29,7 @@ from draledger.demo.emulator import ClusterEmulator
 from tests.faults import checks
 from tests.faults.process import OperatorProcess
 from tests.faults.timeline import OPERATOR
-from tests.faults.world import CONVERGE_WITHIN, HELD_FOR_NOTHING, QUIET, World, poll
+from tests.faults.world import CONVERGE_WITHIN, HELD_FOR_NOTHING, QUIET, SETTLE, World, poll
 
 LEASE, RENEW, RETRY = 3.0, 2.0, 0.5
 TAKEOVER = LEASE + RETRY  # the rules' bound, from the kill (electing.Elector.next_attempt)
@@ -95,7 +95,7 @@ async def judged(world: World, survivor: OperatorProcess) -> list[str]:
 
     async def settled() -> bool:
         before = (writes_but_leases(emulator), changes())
-        await asyncio.sleep(1.0)  # a second without a write ends a backlog (an absence, observed)
+        await asyncio.sleep(SETTLE)  # as long without a write ends a backlog (an absence, observed; world.SETTLE)
         return before == (writes_but_leases(emulator), changes())
 
     await poll(settled, within=30, what="the leader's writes to stop")

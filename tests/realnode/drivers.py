@@ -1,7 +1,8 @@
 """The test DRA driver of the real node: its build, one per release, and its processes.
 
 ``python -m tests.realnode.drivers [--force]`` builds the driver of every release in
-``DRALEDGER_REALCLUSTER_VERSIONS`` (what ``.ci/run`` does before pytest, so no test ever waits for a build).
+``DRALEDGER_REALCLUSTER_VERSIONS`` (what ``.ci/run`` does before the suites that run it, so no test ever waits for a
+build).
 
 Rules:
 1. The driver is the Go program of ``driver/shared/driver.go`` (see its rules), symlinked into one module per

@@ -30,7 +30,9 @@ import asyncio
 import collections
 import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -55,6 +57,7 @@ from tests.realcluster.releases import RELEASES  # noqa: E402
 
 ORDER = figures.CONFIGURATIONS
 READY_WITHIN = 600.0
+PY_SPY = shutil.which("py-spy")  # --profile only
 
 
 def metrics_port(process: OperatorProcess) -> int:
@@ -79,12 +82,22 @@ async def until_ready(process: OperatorProcess, role: str = "ready") -> float:
     raise TimeoutError(f"operator {process.log.stem} was not {role!r} within {READY_WITHIN:.0f} s")
 
 
+def sample(process: OperatorProcess, directory: Path) -> None:
+    """--profile: py-spy samples the process's stacks into DIRECTORY/NAME.txt until it exits."""
+    assert PY_SPY is not None
+    with (directory / f"{process.log.stem}.log").open("wb") as log:
+        subprocess.Popen([PY_SPY, "record", "--pid", str(process.pid), "--rate", "100", "--nonblocking", "--format",
+                          "raw", "-o", str(directory / f"{process.log.stem}.txt")],
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+
+
 class Operators:
     """The operator processes of the run, by role, the floor's releaser, and the CPU they have used, the stopped
     ones' included."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, profile: Path | None = None) -> None:
         self.cluster = cluster
+        self.profile = profile  # --profile: py-spy samples each operator process into this directory
         self.running: dict[str, OperatorProcess] = {}
         self.count = 0
         self.spent = 0.0  # CPU seconds of the processes stopped so far, read as their signal went
@@ -114,6 +127,8 @@ class Operators:
         self.count += 1
         process = self.cluster.operator(f"draledger-{self.count}", *args)
         self.running[role] = process.start()
+        if self.profile is not None:
+            sample(process, self.profile)
         await until_ready(process, wait_for)
         return process
 
@@ -208,7 +223,7 @@ async def measure(args: argparse.Namespace, plane: ControlPlane, workdir: Path) 
     step(f"{args.nodes} nodes, their slices, the manifests")
     cluster = await asyncio.to_thread(build, plane, the_plan, workdir)
     admin = Admin(cluster)
-    operators = Operators(cluster)
+    operators = Operators(cluster, args.profile)
     try:
         bursts = await interleaved(cluster, admin, operators, args.rounds)
         disrupted = await disruptions(cluster, admin, operators, args) if not args.no_disruptions else {}
@@ -248,11 +263,19 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workdir", help="where the control plane and the logs go (default: a new temp dir)")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     parser.add_argument("--records", type=Path, help="write every pod's times and every queue sample to this file")
+    parser.add_argument("--profile", type=Path, metavar="DIR",
+                        help="sample each operator process with py-spy (on PATH) into DIR; "
+                             "benchmarks/profile_parts.py sums the samples into the operator's parts")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    if args.profile is not None:
+        if PY_SPY is None:
+            print("bench_gate.py: error: --profile needs py-spy on PATH (pip install py-spy)", file=sys.stderr)
+            return 2
+        args.profile.mkdir(parents=True, exist_ok=True)
     try:
         plan(args.seed, args.nodes, args.pods)
     except ValueError as error:

@@ -587,6 +587,42 @@ class TestReleaseNeedsEvidence:
         await released_now(writer)
         assert 1 == len(api.released())
 
+    @pytest.mark.parametrize("how", ["deleted", "ungated by another hand"])
+    async def test_a_counted_pod_gone_from_the_gate_is_counted_no_more(self, how: str) -> None:
+        """A pod counted as held, then deleted or ungated by someone else, wakes a pass, which finds nothing held
+        and counts nothing: no count and no age left behind for a pod gone (gating rule 6)."""
+        pod = gated_pod("g")
+        pod["metadata"]["creationTimestamp"] = "2020-01-01T00:00:00Z"
+        runtime, _, api, writer = await self.ready([*case_items("v08"), pod])
+        runtime.broken("pods", "watch failed: ClientConnectionError")
+        await released_now(writer)
+        metrics = runtime.metrics
+        assert 1 == metrics.gated.labels("WatchUnhealthy")._value.get()
+        assert metrics.gated_oldest._value.get() > 0
+        runtime.release_wakeup.clear()
+        if how == "deleted":
+            runtime.event("pods", "DELETED", pod)
+        else:
+            pod = {**pod, "metadata": {**pod["metadata"], "resourceVersion": "8"},
+                   "spec": {**pod["spec"], "schedulingGates": []}}
+            runtime.event("pods", "MODIFIED", pod)
+        assert runtime.release_wakeup.is_set()
+        await released_now(writer)
+        assert ([], 0, 0) == (api.released(), metrics.gated.labels("WatchUnhealthy")._value.get(),
+                              metrics.gated_oldest._value.get())
+
+    async def test_our_own_release_wakes_no_pass_when_it_comes_back(self) -> None:
+        """The echo of a release this replica sent is not a pod gone by another hand: no pass for it."""
+        runtime, _, api, writer = await self.ready([*case_items("v08"), gated_pod("g")])
+        await released_now(writer)
+        assert 1 == len(api.released())
+        runtime.release_wakeup.clear()
+        pod = gated_pod("g")
+        pod["metadata"]["resourceVersion"] = "8"
+        pod["spec"]["schedulingGates"] = []
+        runtime.event("pods", "MODIFIED", pod)
+        assert not runtime.release_wakeup.is_set()
+
     async def test_a_renewal_holds_releases_quietly_and_its_answer_lets_them_go(self) -> None:
         """A stream being renewed, however briefly, lacks the changes made meanwhile: nothing is released,
         and nothing is said (no Event, no WatchUnhealthy count) for an ordinary renewal; one that lasts the

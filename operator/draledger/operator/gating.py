@@ -33,7 +33,9 @@ Rules:
    released, naming what it was released on. A pod released within ``EVENT_AFTER`` gets none: its story is in
    its ``released-on`` annotation, and a burst costs no write a pod for Events. An Event whose reason no longer
    holds when its turn to be sent comes (the pod released, deleted, or held for another reason by then) is
-   dropped. Events never hold a release.
+   dropped. Events never hold a release. A pod counted that leaves the gate by another hand (deleted, its gate
+   removed by someone else) wakes a pass that counts again, and a pass that finds no pod held, or a replica that
+   does not lead, counts none: no count or age is left behind by a pod gone.
 """
 
 from __future__ import annotations
@@ -42,13 +44,12 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import Callable, Iterable
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 import structlog
 
 from draledger.core.accounting.ledger import Flags, Ledger
-from draledger.core.accounting.release import GATE, Decision, NodeStanding, Standings, decide
+from draledger.core.accounting.release import GATE, Computed, Decision, NodeStanding, Standings, age, decide
 from draledger.core.keys import NodeName, PodKey
 from draledger.core.views import PodView
 from draledger.operator import clocks, events
@@ -68,18 +69,6 @@ RELEASE_RETRY = 1.0  # seconds before a pass that met a failed patch or an unhea
 RENEWAL_RETRY = 0.1  # seconds before a pass that waited for a watch request being renewed runs again
 APPLIED_WITHIN = 2.0  # seconds a pass waits for the events delivered before it to be applied (Runtime rule 8)
 EVENT_AFTER = 0.5  # seconds a pod is held for one reason before its Event is posted (rule 6)
-
-
-class Computed:
-    """A node's ledger as last computed for the releaser, at the node's generation then."""
-
-    __slots__ = ("free", "generation", "phase", "scheduler_free")
-
-    def __init__(self, ledger: Ledger, generation: int) -> None:
-        self.generation = generation
-        self.phase = ledger.phase
-        self.free = {r: line.free_units for r, line in ledger.resources.items()}
-        self.scheduler_free = {r: line.scheduler_free_units for r, line in ledger.resources.items()}
 
 
 class Releaser:
@@ -116,6 +105,7 @@ class Releaser:
         self._slots = asyncio.Semaphore(RELEASE_CONCURRENCY)
         self._retry_timer: asyncio.TimerHandle | None = None
         self.outside = runtime.not_ours
+        runtime.ungated = self._ungated
 
     # ----- what the writer tells it -----
     def note(self, node: str, ledger: Ledger | None, generation: int) -> None:
@@ -248,6 +238,7 @@ class Releaser:
         state = runtime.state
         self.retry_soon, self.retry_in = False, RELEASE_RETRY
         if not state.held or not self.leads():
+            runtime.metrics.set_gated({}, 0.0)  # rule 6: no count is left behind
             return
         runtime.metrics.release_passes.inc()
         if runtime.behind(target := dict(runtime.delivered_count)):  # Runtime rule 8: not from an older picture
@@ -272,7 +263,7 @@ class Releaser:
             if room <= 0:  # rule 2: no slot left; the rest are decided when one frees, and keep their last reason
                 if (known := self.reasons.get(key)) is not None:
                     counts[known[0]] = counts.get(known[0], 0) + 1
-                    oldest = max(oldest, _age(pod, now))
+                    oldest = max(oldest, age(pod, now))
                 continue
             decision = decide(
                 pod,
@@ -293,7 +284,7 @@ class Releaser:
             waiting_on.update(decision.waiting_on)
             self._held(pod, decision)
             counts[decision.reason] = counts.get(decision.reason, 0) + 1
-            oldest = max(oldest, _age(pod, now))
+            oldest = max(oldest, age(pod, now))
         if waiting_on:
             self.expedite(waiting_on)
         self.retry_soon = self.retry_soon or bool(counts.get("WatchUnhealthy"))
@@ -301,6 +292,13 @@ class Releaser:
         if len(self.reasons) > 2 * len(state.held) + 100:
             self.reasons = {k: v for k, v in self.reasons.items() if k in state.held}
             self.told &= state.held
+
+    def _ungated(self, key: PodKey) -> None:
+        """Rule 6: a pod event without the gate. A pod counted as held has left it by another hand (this
+        releaser's own releases are no longer counted once sent): a pass counts again."""
+        if self.reasons.pop(key, None) is not None:
+            self.told.discard(key)
+            self.wake.set()
 
     def _held(self, pod: PodView, decision: Decision) -> None:
         """Rule 6: the Event says why, once the pod has been held for that reason ``EVENT_AFTER`` seconds (a
@@ -397,13 +395,3 @@ class Releaser:
         """Until every release and Event in flight is answered (tests, and a clean stop)."""
         await self._settled.wait()
         await self.events.settle()
-
-
-def _age(pod: PodView, now: datetime) -> float:
-    """Seconds since the pod was created (0 when unknown)."""
-    if pod.gate_info and pod.gate_info.created:
-        try:
-            return (now - datetime.fromisoformat(pod.gate_info.created.replace("Z", "+00:00"))).total_seconds()
-        except ValueError:
-            return 0.0
-    return 0.0

@@ -28,12 +28,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
 from draledger.core.accounting.ledger import Flags, RejectedSlice
-from draledger.core.keys import NodeName
+from draledger.core.keys import NodeName, PodKey
 from draledger.core.releases import Release
 from draledger.core.state import KINDS, Applied, ClusterState
 from draledger.core.views import NodeView, PodView
@@ -62,6 +62,9 @@ class Runtime:
         self.generations: dict[str, int] = {}  # node -> how many times it was marked (the releaser compares)
         self.wakeup = asyncio.Event()  # the writer's: something is dirty
         self.release_wakeup = asyncio.Event()  # the gate releaser's: a held pod may have become releasable
+        # The releaser's: a pod event without the gate (deleted, or ungated by another hand), whose pod it may have
+        # counted as held (operator.gating, rule 6).
+        self.ungated: Callable[[PodKey], None] = lambda key: None
         # Events of each kind the streams delivered, and those applied here (rule 8): Kopf's workers apply them later.
         self.delivered_count: dict[str, int] = dict.fromkeys(KINDS, 0)
         self.applied_count: dict[str, int] = dict.fromkeys(KINDS, 0)
@@ -179,6 +182,8 @@ class Runtime:
         if kind == "pods":
             if isinstance(view, PodView) and GATE in view.scheduling_gates:
                 self.release_wakeup.set()  # a pod for the release to look at
+            else:
+                self.ungated(cast(PodKey, applied.key))
         elif kind == "resourceclaims":
             if self.state.held:  # a held pod may have been waiting for this claim (ClaimNotSeen, pinning, room)
                 self.release_wakeup.set()

@@ -32,10 +32,12 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from draledger.core.accounting.contributions import STALE_REASONS
 from draledger.core.accounting.footprints import NO_CHARGE, DraCharge, footprint
+from draledger.core.accounting.ledger import Ledger
 from draledger.core.accounting.uses import ClaimUse, dra_charge
 from draledger.core.phases import SAFE
 from draledger.core.quantities import ZERO, Quantity, scheduler_units
@@ -47,6 +49,18 @@ from draledger.core.views.pods import GATE as GATE
 
 SAFE_PHASE = SAFE  # only a Ready ledger vouches for its node (core.phases, rule 2)
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+class Computed:
+    """A node's ledger as last computed for the releaser, at the node's generation then."""
+
+    __slots__ = ("free", "generation", "phase", "scheduler_free")
+
+    def __init__(self, ledger: Ledger, generation: int) -> None:
+        self.generation = generation
+        self.phase = ledger.phase
+        self.free = {r: line.free_units for r, line in ledger.resources.items()}
+        self.scheduler_free = {r: line.scheduler_free_units for r, line in ledger.resources.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,3 +309,13 @@ def release_patch(pod: PodView, requirement: dict[str, Any] | None, record: str 
                     }
                 )
     return ops
+
+
+def age(pod: PodView, now: datetime) -> float:
+    """Seconds since the pod was created (0 when unknown)."""
+    if pod.gate_info and pod.gate_info.created:
+        try:
+            return (now - datetime.fromisoformat(pod.gate_info.created.replace("Z", "+00:00"))).total_seconds()
+        except ValueError:
+            return 0.0
+    return 0.0

@@ -16,6 +16,7 @@ from draledger.demo.emulator import Change
 from tests.faults.checks import judge, sent_times
 from tests.faults.objects import allocation, claim_body, cpu_slice, node_body, pod_body
 from tests.faults.timeline import OPERATOR, Entry
+from tests.faults.world import looping
 
 LEDGERS = "nodeallocatableledgers"
 
@@ -258,3 +259,25 @@ class TestVersionsAndEdits:
         timeline.put(3.0, "nodes", not_ready("n1"), OPERATOR)
         assert ["the operator changed pod faults/p in another way", "the operator wrote nodes n1"] == (
             judge(timeline.entries).foreign_edits)
+
+
+class TestQuietWindow:
+    @staticmethod
+    def event(pod: str, reason: str) -> Entry:
+        body = {"metadata": {"name": f"{pod}.x", "namespace": "faults"}, "reason": reason,
+                "involvedObject": {"kind": "Pod", "name": pod, "namespace": "faults"}}
+        return Entry(0.0, "events", Change(1, "ADDED", body, None), OPERATOR)
+
+    def test_only_a_held_pods_first_event_for_its_reason_is_a_backlog_not_a_loop(self) -> None:
+        told = self.event("a", "LedgerGateNoRoom")
+        write = Entry(0.0, "nodeallocatableledgers", Change(2, "MODIFIED", ledger("n1", 3, 1), None), OPERATOR)
+        window = [
+            self.event("b", "LedgerGateNoRoom"),  # first for b: the end of a backlog
+            self.event("a", "LedgerGateNoRoom"),  # a was told before the window: again is a loop
+            self.event("b", "LedgerGateNoRoom"),  # b again: a loop
+            self.event("b", "LedgerGateWatchUnhealthy"),  # b for another reason: first
+            self.event("c", "LedgerGateReleased"),  # a release's Event comes with a release: a write
+            write,
+        ]
+        assert [window[1], window[2], window[4], window[5]] == looping([told], window)
+        assert [] == looping([], [])

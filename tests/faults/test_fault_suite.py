@@ -5,7 +5,8 @@ Each scenario builds a fresh 4-node cluster in the emulator (served from this pr
 tests/faults/churn.py while its faults fire, and then (:meth:`World.finish`) checks what
 tests/faults/checks.py describes: every gate removal judged against the store at that moment, versions that
 never decrease, no edit beyond the operator's own, the ledgers equal to ``audit`` of the store, no write in
-a quiet window afterwards, and no pod still held for a transient reason.
+a quiet window afterwards (but a held pod's first Event for its reason: the end of a backlog, not a loop), and
+no pod still held for a transient reason.
 
 Scenarios (each run once per seed, ``DRALEDGER_FAULT_SEEDS``):
 - ``sigkill-churn``: SIGKILL of the process group three times during churn, restarted 0.1 to 0.8 s later.

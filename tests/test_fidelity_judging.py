@@ -16,7 +16,7 @@ from typing import Any
 
 from tests.realcluster.fidelity.generating import Case
 from tests.realcluster.fidelity.judging import judge_fit
-from tests.realcluster.fidelity.running import Outcome
+from tests.realcluster.fidelity.running import Outcome, quiet_keys
 
 DUMP = Path(__file__).parent / "data" / "fidelity-prebind-stuck.json"
 NAMESPACE = "fid-v137-34r3"
@@ -43,3 +43,38 @@ class TestFit:
         found = judge_fit(outcome(items))
         assert ["Pod/s0", "Pod/s1"] == [d.subject for d in found]
         assert all(d.rule == "fit" for d in found)
+
+
+class TestQuiet:
+    """What a batch's settle waits on (running.py, rule 3), on the same dump."""
+
+    @staticmethod
+    def pods(without: str = "") -> list[dict[str, Any]]:
+        """The dump's pods (but ``without``), each as the API serves it: with a resourceVersion."""
+        pods = [i for i in json.loads(DUMP.read_text())["items"] if i["kind"] == "Pod"]
+        for pod in pods:
+            pod["metadata"]["resourceVersion"] = "7"
+        return [pod for pod in pods if pod["metadata"]["name"] != without]
+
+    @staticmethod
+    def retried(pods: list[dict[str, Any]], name: str, node: str = "") -> list[dict[str, Any]]:
+        """``pods`` with ``name`` written again (a new resourceVersion), bound to ``node`` if given."""
+        pods = copy.deepcopy(pods)
+        for pod in pods:
+            if pod["metadata"]["name"] == name:
+                pod["metadata"]["resourceVersion"] = str(int(pod["metadata"]["resourceVersion"]) + 1)
+                if node:
+                    pod["spec"]["nodeName"] = node
+        return pods
+
+    def test_refusals_beside_a_pod_stuck_in_prebind_are_quiet_whatever_their_retries_change(self) -> None:
+        pods = self.pods()
+        assert {"p0": "error", "s0": "beside", "s1": "beside"} == {
+            key.split("/")[1]: value for key, value in quiet_keys(pods).items()}
+        assert quiet_keys(pods) == quiet_keys(self.retried(pods, "s0"))
+
+    def test_a_refused_pods_change_counts_without_the_stuck_pod_and_a_binding_always(self) -> None:
+        alone = self.pods(without="p0")
+        assert quiet_keys(alone) != quiet_keys(self.retried(alone, "s0"))
+        pods = self.pods()
+        assert quiet_keys(pods) != quiet_keys(self.retried(pods, "s1", node="fid-v137-34r3-n0"))

@@ -268,16 +268,18 @@ class TestQuietWindow:
                 "involvedObject": {"kind": "Pod", "name": pod, "namespace": "faults"}}
         return Entry(0.0, "events", Change(1, "ADDED", body, None), OPERATOR)
 
-    def test_only_a_held_pods_first_event_for_its_reason_is_a_backlog_not_a_loop(self) -> None:
-        told = self.event("a", "LedgerGateNoRoom")
+    def test_only_a_held_pods_first_event_for_a_reason_it_was_not_told_last_is_a_backlog_not_a_loop(self) -> None:
+        before = [self.event("a", "LedgerGateNoRoom"), self.event("d", "LedgerGateNoRoom"),
+                  self.event("d", "LedgerGateNodeUnavailable")]
         write = Entry(0.0, "nodeallocatableledgers", Change(2, "MODIFIED", ledger("n1", 3, 1), None), OPERATOR)
         window = [
             self.event("b", "LedgerGateNoRoom"),  # first for b: the end of a backlog
-            self.event("a", "LedgerGateNoRoom"),  # a was told before the window: again is a loop
+            self.event("a", "LedgerGateNoRoom"),  # the reason a was told last: a loop
             self.event("b", "LedgerGateNoRoom"),  # b again: a loop
-            self.event("b", "LedgerGateWatchUnhealthy"),  # b for another reason: first
+            self.event("b", "LedgerGateWatchUnhealthy"),  # b's second in the window: a loop
             self.event("c", "LedgerGateReleased"),  # a release's Event comes with a release: a write
             write,
+            self.event("d", "LedgerGateNoRoom"),  # told before, but not last: the end of a backlog
         ]
-        assert [window[1], window[2], window[4], window[5]] == looping([told], window)
+        assert [window[1], window[2], window[3], window[4], window[5]] == looping(before, window)
         assert [] == looping([], [])

@@ -5,7 +5,7 @@ Each scenario builds a fresh 4-node cluster in the emulator (served from this pr
 tests/faults/churn.py while its faults fire, and then (:meth:`World.finish`) checks what
 tests/faults/checks.py describes: every gate removal judged against the store at that moment, versions that
 never decrease, no edit beyond the operator's own, the ledgers equal to ``audit`` of the store, no write in
-a quiet window afterwards (but a held pod's first Event for its reason: the end of a backlog, not a loop), and
+a quiet window afterwards (but one Event a held pod, for a reason it was not told last: the end of a backlog), and
 no pod still held for a transient reason.
 
 Scenarios (each run once per seed, ``DRALEDGER_FAULT_SEEDS``):

@@ -78,14 +78,18 @@ def held_event(entry: Entry) -> tuple[str, str] | None:
 
 
 def looping(before: list[Entry], window: list[Entry]) -> list[Entry]:
-    """The changes of a quiet window a request loop would explain: all but a held pod's first Event for its
-    reason (``before``: every change until the window)."""
-    told = {held_event(entry) for entry in before} - {None}
-    loop = []
+    """The changes of a quiet window a request loop would explain: all but one Event a held pod may still get,
+    the end of a backlog: its first in the window, for a reason other than the last it was told (gating rule 6
+    never tells a reason twice in a row). ``before``: every change until the window."""
+    last: dict[str, str] = {}
+    for entry in before:
+        if (held := held_event(entry)) is not None:
+            last[held[0]] = held[1]
+    loop, seen = [], set()
     for entry in window:
-        first = held_event(entry)
-        if first is not None and first not in told:
-            told.add(first)
+        held = held_event(entry)
+        if held is not None and held[0] not in seen and last.get(held[0]) != held[1]:
+            seen.add(held[0])
         else:
             loop.append(entry)
     return loop

@@ -611,6 +611,41 @@ class TestReleaseNeedsEvidence:
         assert ([], 0, 0) == (api.released(), metrics.gated.labels("WatchUnhealthy")._value.get(),
                               metrics.gated_oldest._value.get())
 
+    async def test_a_pod_is_never_told_one_reason_twice_in_a_row(self) -> None:
+        """Told why it is held, a pod whose release then fails and that is held for the same reason again gets no
+        second Event for it; its release gets the Event that ends the story (gating rule 6)."""
+        runtime, clock, api, writer = await self.ready([*case_items("v08"), gated_pod("g")])
+        failing = False
+        answer = api.answer
+
+        def maybe_failing(method: str, path: str, body: Any) -> Any:
+            if failing and method == "PATCH" and "/pods/" in path:
+                raise ApiError(503, {"message": "unavailable"}, path)
+            return answer(method, path, body)
+
+        def told() -> list[str]:
+            return [body["reason"] for method, path, body in api.calls
+                    if method == "POST" and path.endswith("/events") and body["involvedObject"]["kind"] == "Pod"]
+
+        async def held_long_enough() -> None:
+            runtime.broken("pods", "watch failed: ClientConnectionError")
+            await released_now(writer)  # held: the reason starts
+            clock.now += gating.EVENT_AFTER
+            await released_now(writer)  # held for it long enough to be told
+            runtime.contact("pods")
+
+        api.answer = maybe_failing
+        await held_long_enough()
+        assert ["LedgerGateWatchUnhealthy"] == told()
+        failing = True
+        await released_now(writer)
+        assert (1, ["LedgerGateWatchUnhealthy"]) == (len(api.released()), told())  # refused: no Event
+        failing = False
+        await held_long_enough()
+        assert ["LedgerGateWatchUnhealthy"] == told()
+        await released_now(writer)
+        assert (2, ["LedgerGateWatchUnhealthy", "LedgerGateReleased"]) == (len(api.released()), told())
+
     async def test_our_own_release_wakes_no_pass_when_it_comes_back(self) -> None:
         """The echo of a release this replica sent is not a pod gone by another hand: no pass for it."""
         runtime, _, api, writer = await self.ready([*case_items("v08"), gated_pod("g")])

@@ -28,14 +28,15 @@ Rules:
 5. Only the leader releases. A 422 (the pod changed) or a failing API is tried again on the next pass, soon;
    the pass goes on. While a watch request is being renewed (``Runtime.renewing``) the pass decides nothing,
    so that pods held for it get no Event; the stream's answer wakes the next pass.
-6. A pod held back is counted by reason, and gets an Event with the reason once it has been held for it
-   ``EVENT_AFTER`` seconds (again when the reason changes); a pod that got one gets another when it is
-   released, naming what it was released on. A pod released within ``EVENT_AFTER`` gets none: its story is in
-   its ``released-on`` annotation, and a burst costs no write a pod for Events. An Event whose reason no longer
-   holds when its turn to be sent comes (the pod released, deleted, or held for another reason by then) is
-   dropped. Events never hold a release. A pod counted that leaves the gate by another hand (deleted, its gate
-   removed by someone else) wakes a pass that counts again, and a pass that finds no pod held, or a replica that
-   does not lead, counts none: no count or age is left behind by a pod gone.
+6. A pod held back is counted by reason, and gets an Event with the reason once it has been held for it ``EVENT_AFTER``
+   seconds, and again when it is held for a reason other than the last one it was told (a failed release, or a reason
+   that passed untold, never tells a reason twice in a row); a pod that got one gets another when it is released, naming
+   what it was released on. A pod released within ``EVENT_AFTER`` gets none: its story is in its ``released-on``
+   annotation, and a burst costs no write a pod for Events. An Event whose reason no longer holds when its turn to be
+   sent comes (the pod released, deleted, or held for another reason by then) is dropped. Events never hold a release. A
+   pod counted that leaves the gate by another hand (deleted, its gate removed by someone else) wakes a pass that counts
+   again, and a pass that finds no pod held, or a replica that does not lead, counts none: no count or age is left
+   behind by a pod gone.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class Releaser:
         self.wake = runtime.release_wakeup
         self.released: dict[PodKey, PodView] = {}
         self.reasons: dict[PodKey, tuple[str, float, bool]] = {}  # pod -> (reason, since, said)
-        self.told: set[PodKey] = set()  # pods that got an Event saying why they were held (rule 6)
+        self.told: dict[PodKey, str] = {}  # pod -> the reason its last Event said it was held for (rule 6)
         self.retry_soon = False
         self.retry_in = RELEASE_RETRY
         self.relying: dict[asyncio.Task[None], tuple[str, ...] | None] = {}  # patches in flight -> their nodes
@@ -291,13 +292,13 @@ class Releaser:
         runtime.metrics.set_gated(counts, oldest)
         if len(self.reasons) > 2 * len(state.held) + 100:
             self.reasons = {k: v for k, v in self.reasons.items() if k in state.held}
-            self.told &= state.held
+            self.told = {k: v for k, v in self.told.items() if k in state.held}
 
     def _ungated(self, key: PodKey) -> None:
         """Rule 6: a pod event without the gate. A pod counted as held has left it by another hand (this
         releaser's own releases are no longer counted once sent): a pass counts again."""
         if self.reasons.pop(key, None) is not None:
-            self.told.discard(key)
+            self.told.pop(key, None)
             self.wake.set()
 
     def _held(self, pod: PodView, decision: Decision) -> None:
@@ -310,6 +311,8 @@ class Releaser:
             asyncio.get_running_loop().call_later(EVENT_AFTER, self.wake.set)
         elif not said and now - since >= EVENT_AFTER:
             self.reasons[pod.key] = (reason, since, True)
+            if self.told.get(pod.key) == reason:
+                return  # told already: held for it again after a failed release, or after a reason that passed
             self._event(pod, reason, f"held by {GATE}: {decision.message}",
                         still=functools.partial(self._still_held, pod.key, reason))
 
@@ -318,7 +321,7 @@ class Releaser:
         (if so, the pod is told, and its release will get an Event too)."""
         held = key in self.runtime.state.held and (self.reasons.get(key) or ("",))[0] == reason
         if held:
-            self.told.add(key)
+            self.told[key] = reason
         return held
 
     def _send(self, pod: PodView, decision: Decision) -> None:
@@ -367,7 +370,7 @@ class Releaser:
         metrics.gate_releases.inc()
         log.info("gate released", pod=where, placement=decision.message, released_on=decision.released_on,
                  answered_in=round(self.runtime.clock() - sent, 3))
-        self.told.discard(pod.key)
+        self.told.pop(pod.key, None)
         if told:  # rule 6: the end of a story its Events began
             self._event(pod, "Released", f"released by {GATE}: {decision.message}")
 

@@ -36,7 +36,7 @@ from draledger.core.loading import Loaded, load
 from draledger.core.quantities import parse_quantity
 from tests.realcluster.fidelity.allocating import would_be
 from tests.realcluster.fidelity.devices import NUMA_ATTRIBUTES
-from tests.realcluster.fidelity.running import PROBE_LABEL, Outcome
+from tests.realcluster.fidelity.running import PROBE_LABEL, Outcome, unscheduled_message
 
 FLAGS = Flags()
 NODE_LABEL = "fidelity.draledger.dev/node"
@@ -198,19 +198,12 @@ def judge_charges(outcome: Outcome) -> list[Disagreement]:
     return found
 
 
-def _unschedulable(pod: dict[str, Any]) -> str:
-    for condition in pod.get("status", {}).get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return str(condition.get("message") or "")
-    return ""
-
-
 def stuck_in_prebind(dump: list[dict[str, Any]], node: str) -> list[str]:
     """The unbound pods for ``node`` whose binding fails at PreBind (the scheduler assumes them, rule 3)."""
     return [pod["metadata"]["name"] for pod in dump
             if pod["kind"] == "Pod" and not pod["spec"].get("nodeName")
             and (pod["spec"].get("nodeSelector") or {}).get(NODE_LABEL) == node
-            and "running PreBind plugin" in _unschedulable(pod)]
+            and "running PreBind plugin" in unscheduled_message(pod)]
 
 
 def _bound(items: list[dict[str, Any]], names: list[str], node: str) -> list[dict[str, Any]]:
@@ -234,7 +227,7 @@ def judge_fit(outcome: Outcome) -> list[Disagreement]:
     for pod in outcome.dump:
         if pod["kind"] != "Pod" or pod["spec"].get("nodeName") or pod["metadata"]["name"].startswith("probe-"):
             continue
-        message = _unschedulable(pod)
+        message = unscheduled_message(pod)
         insufficient = sorted({r for r in FIT_RESOURCES if f"Insufficient {r}" in message})
         if not insufficient:
             continue
@@ -268,12 +261,12 @@ def judge_probes(outcome: Outcome) -> list[Disagreement]:
         bound = bool(probe["spec"].get("nodeName"))
         node = probe["spec"]["nodeSelector"][NODE_LABEL]
         if name.endswith("-over"):
-            if bound or f"Insufficient {resource}" not in _unschedulable(probe):
+            if bound or f"Insufficient {resource}" not in unscheduled_message(probe):
                 found.append(Disagreement(outcome.case.namespace, "probe", f"Pod/{name}",
                                           f"asked one unit more than the scheduler's free {resource} by the "
-                                          f"ledger: bound={bound}, {_unschedulable(probe)!r}"))
+                                          f"ledger: bound={bound}, {unscheduled_message(probe)!r}"))
         elif not bound and not stuck_in_prebind(outcome.dump, node):
             found.append(Disagreement(outcome.case.namespace, "probe", f"Pod/{name}",
                                       f"asked exactly the scheduler's free {resource} by the ledger: "
-                                      f"{_unschedulable(probe)!r}"))
+                                      f"{unscheduled_message(probe)!r}"))
     return found

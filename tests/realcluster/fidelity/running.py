@@ -9,9 +9,12 @@ Rules:
    (``SchedulerError``: retried for ever, as v1.37.2 does with a status its own API refuses), none marked
    unschedulable is being bound (a claim reserved for it: a later attempt is in PreBind, e.g. waiting for binding
    conditions), and nothing changed for a quiet interval; a failing pod's retries change only its condition's
-   time, which is ignored. Polling has a deadline; a batch that never settles fails with the pods left. While it
-   settles, a stand-in for a driver sets the binding conditions of every allocated device that has them (the
-   scheduler waits for them in PreBind).
+   time, which is ignored. A pod failing at PreBind is assumed on its node while each attempt lasts, so a pod
+   refused on that node is tried again after each (v1.36.3 too fails for ever a pod naming one claim twice when
+   its retry sees the reservation undone): what such a pod's retries change is ignored too (``quiet_keys``).
+   Polling has a deadline; a batch that never settles fails with the pods left and the pods that changed last.
+   While it settles, a stand-in for a driver sets the binding conditions of every allocated device that has them
+   (the scheduler waits for them in PreBind).
 4. A resize goes through ``/resize``, then the status a kubelet writes while it actuates it (allocated: new;
    actuated: old), the pod-level status maps too for a pod-level resize.
 5. Probes, at the end: per node and resource (cpu, memory, hugepages-2Mi), a pod requesting what the scheduler
@@ -133,6 +136,31 @@ def republish(api: Api, outcomes: dict[str, Outcome], stage: str) -> bool:
     return bool(busy)
 
 
+def quiet_keys(pods: list[dict[str, Any]]) -> dict[str, str]:
+    """Rule 3: per pod, what must stay unchanged for the batch to be quiet: its resourceVersion, but "error" for a
+    pod the scheduler keeps failing, and "beside" for one refused on a node where a pod keeps failing at PreBind."""
+    stuck = {_node(p) for p in pods if _scheduled(p) == "error" and "running PreBind plugin" in unscheduled_message(p)}
+    keys = {}
+    for pod in pods:
+        state = _scheduled(pod)
+        keys[f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"] = (
+            "error" if state == "error" else "beside" if state == "unschedulable" and _node(pod) in stuck
+            else pod["metadata"]["resourceVersion"])
+    return keys
+
+
+def _node(pod: dict[str, Any]) -> str:
+    return str((pod["spec"].get("nodeSelector") or {}).get(NODE_LABEL, ""))
+
+
+def unscheduled_message(pod: dict[str, Any]) -> str:
+    """The message of the pod's ``PodScheduled=False`` condition, or ""."""
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return str(condition.get("message") or "")
+    return ""
+
+
 def _scheduled(pod: dict[str, Any]) -> str:
     """"bound", "unschedulable", "error" (the scheduler keeps failing on it) or "" (not decided yet)."""
     if pod["spec"].get("nodeName"):
@@ -174,6 +202,7 @@ def settle(api: Api, namespaces: Iterable[str], *, within: float = 180.0, quiet:
     namespaces = list(namespaces)
     deadline = time.monotonic() + within
     last: dict[str, str] = {}
+    moved: list[str] = []
     quiet_since = time.monotonic()
     while True:
         claims = [c for c in api.get(f"{RESOURCE_API}/resourceclaims")["items"]
@@ -182,16 +211,17 @@ def settle(api: Api, namespaces: Iterable[str], *, within: float = 180.0, quiet:
             satisfy_binding_conditions(api, claims)
         binding = {r["uid"] for c in claims for r in (c.get("status") or {}).get("reservedFor") or ()}
         pods = pods_of(api, namespaces)
-        now = {f"{p['metadata']['namespace']}/{p['metadata']['name']}":
-               p["metadata"]["resourceVersion"] if _scheduled(p) != "error" else "error" for p in pods}
+        now = quiet_keys(pods)
         if now != last:
+            moved = sorted(key for key in now.keys() | last.keys() if now.get(key) != last.get(key))
             last, quiet_since = now, time.monotonic()
         undecided = [key for key, p in zip(now, pods, strict=True) if not _scheduled(p) or (
             _scheduled(p) == "unschedulable" and p["metadata"]["uid"] in binding)]
         if not undecided and time.monotonic() - quiet_since >= quiet:
             return pods
         if time.monotonic() > deadline:
-            raise AssertionError(f"the batch did not settle within {within:g}s; undecided: {undecided[:10]}")
+            raise AssertionError(f"the batch did not settle within {within:g}s; undecided: {undecided[:10]}; "
+                                 f"changed last: {moved[:10]}")
         time.sleep(0.2)
 
 

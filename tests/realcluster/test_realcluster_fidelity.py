@@ -50,7 +50,6 @@ from tests.realcluster.fidelity.shaping import judge
 from tests.realcluster.launcher import ControlPlane
 from tests.realcluster.releases import RELEASES
 
-pytestmark = pytest.mark.realcluster
 SEEDS = int(os.environ.get("DRALEDGER_FIDELITY_SEEDS", "200"))
 FIRST = int(os.environ.get("DRALEDGER_FIDELITY_FIRST", "0"))
 WRITE_TABLE = os.environ.get("DRALEDGER_FIDELITY_TABLE", "") == "1"

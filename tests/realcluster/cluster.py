@@ -9,7 +9,11 @@ Rules:
    Node: the node lifecycle controller, which would remove it, is disabled (it would otherwise taint every
    node whose kubelet never reports).
 3. Drivers are plain objects: ``publish_device_class`` and ``publish_slice`` write what a DRA driver's
-   controller would, with admin credentials.
+   controller would, with admin credentials. A ResourceSlice goes through ``create_slice``: from v1.37 the
+   NodeDeclaredFeatures admission plugin judges a slice with node-allocatable devices by its node as kube-apiserver's
+   informer holds it, which can lag behind a Node just created (refused 403 "node ... not found for device", or
+   "does not support" before the node's declared features are seen); a driver's publisher tries again, and so does
+   ``create_slice``, for as long as the stored Node says the refusal is stale, within ``ADMISSION_LAG`` s.
 4. Waiting is ``wait_until``: polling with a deadline, failing with the last value seen. No other sleeps.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import ssl
 import subprocess
@@ -35,6 +40,9 @@ from tests.realcluster.releases import Release
 T = TypeVar("T")
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+NODE_ALLOCATABLE_FEATURE = "DRANodeAllocatableResources"
+ADMISSION_LAG = 30.0  # seconds a slice refused on a stale view of its node is tried again (rule 3)
+STALE_NODE = re.compile(r'node "([^"]+)" (not found for device|does not support)')
 RESOURCE_API = "/apis/resource.k8s.io/v1"
 POLL = 0.2
 
@@ -228,8 +236,36 @@ def publish_slice(api: Api, name: str, *, driver: str, node: str, devices: list[
             "spec": {"driver": driver, "nodeName": node,
                      "pool": {"name": pool or node, "generation": generation, "resourceSliceCount": slice_count},
                      "devices": devices}}
-    result: dict[str, Any] = api.create(f"{RESOURCE_API}/resourceslices", body)
-    return result
+    return create_slice(api, body)
+
+
+def create_slice(api: Api, body: dict[str, Any]) -> dict[str, Any]:
+    """Create a ResourceSlice (at its apiVersion), trying again while kube-apiserver refuses it on a stale view of its
+    node (rule 3)."""
+    path = f"/apis/{body['apiVersion']}/resourceslices"
+    deadline = time.monotonic() + ADMISSION_LAG
+    while True:
+        try:
+            result: dict[str, Any] = api.create(path, body)
+            return result
+        except ApiError as error:
+            if time.monotonic() > deadline or not refused_on_a_stale_node(api, error):
+                raise
+        time.sleep(POLL)
+
+
+def refused_on_a_stale_node(api: Api, error: ApiError) -> bool:
+    """Whether ``error`` refuses a slice for a node that the stored Node contradicts: it exists, and declares the
+    node-allocatable feature when the refusal says it does not."""
+    message = error.body.get("message", "") if isinstance(error.body, dict) else str(error.body)
+    found = STALE_NODE.search(message) if error.status == 403 else None
+    if found is None:
+        return False
+    node = api.get_or_none(f"/api/v1/nodes/{found[1]}")
+    if node is None:
+        return False
+    return found[2] != "does not support" or NODE_ALLOCATABLE_FEATURE in node.get("status", {}).get(
+        "declaredFeatures", [])
 
 
 def ensure_namespace(api: Api, name: str, labels: dict[str, str] | None = None) -> None:

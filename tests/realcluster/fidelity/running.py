@@ -4,7 +4,8 @@ Rules:
 1. Many cases go in one batch (their objects never meet: rule 1 of ``generating``); creates run on a few
    threads, in each case's order (classes, slices, templates, claims, pods), so a stage costs one settle.
 2. An object the API refuses is recorded with the server's code and message and left out; nothing else of its
-   case is skipped (a pod whose claim was refused simply stays pending).
+   case is skipped (a pod whose claim was refused simply stays pending). A slice refused on kube-apiserver's stale
+   view of the node the case has just created is tried again first (``create_slice``, cluster.py rule 3).
 3. Settled means: every pod of the batch is bound, marked unschedulable, or failing in the scheduler
    (``SchedulerError``: retried for ever, as v1.37.2 does with a status its own API refuses), none marked
    unschedulable is being bound (a claim reserved for it: a later attempt is in PreBind, e.g. waiting for binding
@@ -33,7 +34,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.realcluster.cluster import MERGE, STRATEGIC, Api, ApiError, create_node, ensure_namespace
+from tests.realcluster.cluster import (
+    MERGE,
+    STRATEGIC,
+    Api,
+    ApiError,
+    create_node,
+    create_slice,
+    ensure_namespace,
+)
 from tests.realcluster.fidelity.generating import CASE_LABEL, NODE_LABEL, RUNTIME_CLASSES, Case
 from tests.realcluster.fidelity.pods import IMAGE
 from tests.realcluster.releases import Release
@@ -87,7 +96,10 @@ def _refused(outcome: Outcome, ref: str, error: ApiError) -> None:
 def _create(api: Api, outcome: Outcome, objects: Iterable[dict[str, Any]]) -> None:
     for obj in objects:
         try:
-            api.create(path_of(obj), obj)
+            if obj["kind"] == "ResourceSlice":  # its node was just created (cluster.py rule 3)
+                create_slice(api, obj)
+            else:
+                api.create(path_of(obj), obj)
         except ApiError as error:
             _refused(outcome, f"{obj['kind']}/{obj['metadata']['name']}", error)
 

@@ -14,9 +14,8 @@ Rules:
    ``client_qps`` is 0 (their defaults, 50 and 20, make the resourceclaim controller the bottleneck at about ten
    pods a second, and the benchmark would measure a client-side rate limiter instead of the components).
 4. Nodes and slices are created by a few threads with the suite's own helpers (``create_node``, which also
-   takes the not-ready taint off, and ``publish_slice``). A slice refused because its Node is not known yet
-   (v1.37's NodeDeclaredFeatureValidator reads Nodes from an informer, which lags a burst of creates) is sent
-   again until it is admitted.
+   takes the not-ready taint off, and ``publish_slice``, which sends again a slice refused because kube-apiserver's
+   view of its Node lags a burst of creates: tests/realcluster/cluster.py rule 3).
 """
 
 from __future__ import annotations
@@ -130,17 +129,7 @@ def _node(plane: ControlPlane, plan: Plan, index: int) -> None:
         mapping = release.device_mapping("cpu", str(MAPPED_CPU)) if device_class in MAPPED else {}
         devices = [{"name": f"{device_class}-{i}", "attributes": {"index": {"int": i}}, **mapping}
                    for i in range(count)]
-
-        def published(device_class: str = device_class, devices: list[dict[str, Any]] = devices) -> bool | None:
-            try:
-                publish_slice(api, f"{name}-{device_class}", driver=driver(device_class), node=name, devices=devices)
-            except ApiError as error:  # the admission plugin's node cache has not seen the new Node yet
-                if error.status == 403 and "not found" in str(error):
-                    return None
-                raise
-            return True
-
-        wait_until(published, within=60, what=f"the slices of node {name} to be admitted")
+        publish_slice(api, f"{name}-{device_class}", driver=driver(device_class), node=name, devices=devices)
 
 
 @dataclass

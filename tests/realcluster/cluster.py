@@ -41,7 +41,7 @@ T = TypeVar("T")
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 NODE_ALLOCATABLE_FEATURE = "DRANodeAllocatableResources"
-ADMISSION_LAG = 30.0  # seconds a slice refused on a stale view of its node is tried again (rule 3)
+ADMISSION_LAG = 60.0  # seconds a slice refused on a stale view of its node is tried again (rule 3)
 STALE_NODE = re.compile(r'node "([^"]+)" (not found for device|does not support)')
 RESOURCE_API = "/apis/resource.k8s.io/v1"
 POLL = 0.2

@@ -184,7 +184,9 @@ class World:
                         add(target, {resource: number(overhead[field])})
         return mapping, per_pod, per_container
 
-    def status_charge(self, pod: Raw, claim: str) -> dict[str, Decimal]:
+    def status_charge(self, pod: Raw, claim: str, per_container: dict[str, dict[str, Decimal]]) -> dict[str, Decimal]:
+        """The claim's charge as the pod's status records it: what goes outside the containers' max; v1.38's
+        perContainer goes into ``per_container``, each listed container that the spec has."""
         total: dict[str, Decimal] = {}
         field = "resources" if self.release == "v1.36" else "mapping"  # the shape the release knows
         for entry in pod["status"].get("nodeAllocatableResourceClaimStatuses") or []:
@@ -195,7 +197,14 @@ class World:
                 add(total, {m["name"]: number(m["quantity"]) for m in entry.get("mapping", [])})
                 for o in entry.get("overhead", []):
                     add(total, {o["name"]: number(o.get("perPod", "0"))})
-                    add(total, {o["name"]: number(o.get("perContainer", "0"))}, len(entry["containers"]))
+                    each = {o["name"]: number(o.get("perContainer", "0"))}
+                    if self.release != "v1.38":
+                        add(total, each, len(entry["containers"]))
+                        continue
+                    named = {c["name"] for key in ("initContainers", "containers") for c in pod["spec"].get(key, [])}
+                    for user in entry["containers"]:
+                        if user in named:
+                            add(per_container.setdefault(user, {}), each)
         return total
 
     def footprint(self, pod: Raw) -> dict[str, Decimal]:
@@ -208,7 +217,7 @@ class World:
             claim = self.claims.get((namespace, claim_name))
             parts = self.contribution(claim) if claim is not None else None
             if parts is None:
-                add(fixed, self.status_charge(pod, claim_name))
+                add(fixed, self.status_charge(pod, claim_name, per_container))
                 continue
             mapping, per_pod, per_c = parts
             if self.first_consumer(namespace, claim_name) == (namespace, name):
@@ -406,3 +415,26 @@ class TestDifferential:
         for op, raw in stream:
             replica.apply(op, raw)
             assert replica.oracle() == replica.cache
+
+
+def test_the_oracle_places_a_recorded_per_container_overhead_as_v1_38_does() -> None:
+    """A claim charged from the pod's status (no slice to read it from): on v1.38 its perContainer overhead sits
+    inside the referencing container, so an init container's equal peak absorbs it (a counterexample CI found:
+    the oracle once added it on top, 200m against the ledger's 100m)."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0", "uid": "u-n0"},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}],
+                       "nodeInfo": {"kubeletVersion": "v1.38.0"}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1", "namespace": "b", "uid": "u-p1"},
+           "spec": {"nodeName": "n0",
+                    "initContainers": [{"name": "i0", "resources": {"requests": {"cpu": "100m"}}}],
+                    "containers": [{"name": "c0", "resources": {"requests": {}}}],
+                    "resourceClaims": [{"name": "rc0", "resourceClaimName": "c0"}]},
+           "status": {"phase": "Running", "resourceClaimStatuses": [{"name": "rc0", "resourceClaimName": "c0"}],
+                      "nodeAllocatableResourceClaimStatuses": [
+                          {"resourceClaimName": "c0", "containers": ["c0"], "mapping": [],
+                           "overhead": [{"name": "cpu", "perContainer": "100m"}]}]}}
+    items = [node, pod]
+    assert {"cpu": Decimal("0.1")} == expected_requested(items, "n0")
+    assert {"cpu": Decimal("0.1")} == {r: line.requested.value for r, line in ledgers(items)["n0"].resources.items()
+                                       if line.requested}

@@ -59,6 +59,7 @@ class ApiError(RuntimeError):
         super().__init__(f"{method} {path}: HTTP {status}: {message}")
         self.status = status
         self.body = body
+        self.message = str(message or "")  # the Status's message, or the text
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,8 +258,7 @@ def create_slice(api: Api, body: dict[str, Any]) -> dict[str, Any]:
 def refused_on_a_stale_node(api: Api, error: ApiError) -> bool:
     """Whether ``error`` refuses a slice for a node that the stored Node contradicts: it exists, and declares the
     node-allocatable feature when the refusal says it does not."""
-    message = error.body.get("message", "") if isinstance(error.body, dict) else str(error.body)
-    found = STALE_NODE.search(message) if error.status == 403 else None
+    found = STALE_NODE.search(error.message) if error.status == 403 else None
     if found is None:
         return False
     node = api.get_or_none(f"/api/v1/nodes/{found[1]}")

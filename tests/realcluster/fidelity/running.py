@@ -89,8 +89,7 @@ def ensure_runtime_classes(api: Api) -> None:
 
 
 def _refused(outcome: Outcome, ref: str, error: ApiError) -> None:
-    message = error.body.get("message", "") if isinstance(error.body, dict) else str(error.body)
-    outcome.rejected[ref] = (error.status, message)
+    outcome.rejected[ref] = (error.status, error.message)
 
 
 def _create(api: Api, outcome: Outcome, objects: Iterable[dict[str, Any]]) -> None:

@@ -29,7 +29,7 @@ from draledger.demo.emulator import ClusterEmulator
 from tests.faults import checks
 from tests.faults.process import OperatorProcess
 from tests.faults.timeline import OPERATOR
-from tests.faults.world import CONVERGE_WITHIN, HELD_FOR_NOTHING, QUIET, SETTLE, World, poll
+from tests.faults.world import CONVERGE_WITHIN, QUIET, SETTLE, World, poll
 
 LEASE, RENEW, RETRY = 3.0, 2.0, 0.5
 TAKEOVER = LEASE + RETRY  # the rules' bound, from the kill (electing.Elector.next_attempt)
@@ -96,19 +96,19 @@ async def judged(world: World, survivor: OperatorProcess) -> list[str]:
     async def settled() -> bool:
         before = (writes_but_leases(emulator), changes())
         await asyncio.sleep(SETTLE)  # as long without a write ends a backlog (an absence, observed; world.SETTLE)
-        return before == (writes_but_leases(emulator), changes())
+        return before == (writes_but_leases(emulator), changes()) and not await world.held_for_nothing(survivor)
 
-    await poll(settled, within=30, what="the leader's writes to stop")
+    await poll(settled, within=30, what="the leader's writes to stop, and no pod held for a reason that passes")
     before = (writes_but_leases(emulator), changes())
     await asyncio.sleep(QUIET)  # an absence is observed over a window; nothing to poll for
     if (writes_but_leases(emulator), changes()) != before:
         extra = [f"{e.plural}/{e.change.obj['metadata']['name']} {e.change.type}" for e in but_leases()[before[1]:]][:8]
         problems.append(f"request loop: {writes_but_leases(emulator) - before[0]} writes in a {QUIET:g}s quiet "
                         f"window after convergence ({extra})")
-    held = await survivor.gauge("draledger_gated_pods")
-    stuck = {labels: value for labels, value in held.items() if labels in HELD_FOR_NOTHING and value}
+    stuck = await world.held_for_nothing(survivor)
     if stuck:
-        problems.append(f"pods held for a transient reason after convergence: {stuck}")
+        problems.append(f"pods held for a transient reason after convergence: {stuck}; "
+                        f"why, as the operator last told: {world.last_told()}")
     judgement = checks.judge(world.timeline.entries, sent=checks.sent_times(world.logs.glob("*.log")))
     problems += [f"{r.pod} at {r.at:.3f}: unsafe {sorted(r.wrong)} ({r.why})" for r in judgement.wrong]
     problems += [f"by the record: {wrong}" for wrong in judgement.by_record]

@@ -185,6 +185,28 @@ class World:
         entries = self.timeline.entries
         return not entries or time.monotonic() - entries[-1].at > SETTLE
 
+    async def held_for_nothing(self, process: OperatorProcess) -> dict[str, float]:
+        """The pods the operator holds now for a reason that passes, by reason (its gauge)."""
+        held = await process.gauge("draledger_gated_pods")
+        return {labels: value for labels, value in held.items() if labels in HELD_FOR_NOTHING and value}
+
+    async def _worked_off(self, process: OperatorProcess) -> bool:
+        """Whether the backlog is over: no write for ``SETTLE`` seconds, and no pod held for a reason that passes
+        (a loaded server's slow watch renewals hold releases until a pass finds every stream healthy)."""
+        return self._settled() and not await self.held_for_nothing(process)
+
+    def last_told(self) -> list[str]:
+        """The last Event's message about each pod still gated, for a failure's text."""
+        told: dict[str, str] = {}
+        for entry in self.timeline.entries:
+            if entry.plural == "events":
+                pod = str((entry.change.obj.get("involvedObject") or {}).get("name", ""))
+                told[pod] = f"{pod}: {entry.change.obj.get('reason')}: {entry.change.obj.get('message')}"
+        pods = self.emulator.store.live(self.emulator.require("v1/pods").resource)
+        gated = [pod["metadata"]["name"] for pod in pods
+                 if any(g.get("name") == gating.GATE for g in pod.get("spec", {}).get("schedulingGates") or [])]
+        return [told.get(name, f"{name}: no Event") for name in sorted(gated)][:8]
+
     async def finish(self) -> Outcome:
         """Every fault disarmed, the ledgers converged, a quiet window, then the timeline judged."""
         outcome = self.outcome
@@ -205,12 +227,15 @@ class World:
             diff = checks.differences(checks.expected_ledgers(self.emulator, regressed),
                                       checks.stored_ledgers(self.emulator))
             outcome.problems.append("no convergence: " + "; ".join(diff[:8]))
-        # The operator may still be working off a backlog (releases held during a restart, their Events):
-        # that ends. A loop does not: it never lets SETTLE seconds pass without a write.
+        # The operator may still be working off a backlog (releases held during a restart, their Events, pods held
+        # while a loaded server renews the watches): that ends. A loop does not: it never lets SETTLE seconds pass
+        # without a write.
         try:
-            await poll(self._settled, within=SETTLE_WITHIN, what="the operator's writes to stop", every=0.1)
+            await poll(lambda: self._worked_off(process), within=SETTLE_WITHIN, what="the backlog's end", every=0.1)
         except AssertionError:
-            outcome.problems.append(f"request loop: writes never stopped for {SETTLE:g}s within {SETTLE_WITHIN:g}s")
+            if not self._settled():
+                outcome.problems.append(
+                    f"request loop: writes never stopped for {SETTLE:g}s within {SETTLE_WITHIN:g}s")
         writes = checks.write_requests(self.emulator)
         changes = len(self.timeline.entries)
         await asyncio.sleep(QUIET)  # an absence is observed over a window; nothing to poll for
@@ -224,10 +249,10 @@ class World:
                 for e in self.timeline.entries[changes:]][:8]
             outcome.problems.append(f"request loop: {checks.write_requests(self.emulator) - writes} writes in "
                                     f"a {QUIET:g}s quiet window after convergence ({extra})")
-        held = await process.gauge("draledger_gated_pods")
-        stuck = {labels: value for labels, value in held.items() if labels in HELD_FOR_NOTHING and value}
+        stuck = await self.held_for_nothing(process)
         if stuck:
-            outcome.problems.append(f"pods held for a transient reason after convergence: {stuck}")
+            outcome.problems.append(f"pods held for a transient reason after convergence: {stuck}; "
+                                    f"why, as the operator last told: {self.last_told()}")
         judgement = checks.judge(self.timeline.entries, sent=checks.sent_times(self.logs.glob("*.log")))
         outcome.releases = len(judgement.releases)
         outcome.wrong = [f"{r.pod} at {r.at:.3f}: unsafe {sorted(r.wrong)} ({r.why})" for r in judgement.wrong]

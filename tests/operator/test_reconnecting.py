@@ -17,7 +17,7 @@ from draledger.demo.emulator import ClusterEmulator, serve_emulator
 from draledger.operator.config import OperatorConfig
 from draledger.operator.health import StreamHealth
 from draledger.operator.metrics import Metrics
-from draledger.operator.runtime import RECONNECT_GRACE, Runtime
+from draledger.operator.runtime import RECONNECT_GRACE, RENEWAL_PATIENCE, Runtime
 from tests.integration.harness import NODES, PODS, case_items, eventually, phase_is, running
 
 UNALLOCATED = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
@@ -73,9 +73,10 @@ class TestRuntime:
         runtime.contact("nodes")
         assert "" == runtime.streams_unhealthy()
 
-    def test_a_renewal_is_quiet_until_it_lasts_the_grace(self) -> None:
-        """A renewal shorter than RECONNECT_GRACE holds releases without a reason to report (no Event per
-        renewal); a longer one, a broken stream or a relist is a reason."""
+    def test_a_renewal_is_quiet_until_it_lasts_the_patience(self) -> None:
+        """A reconnection shorter than RENEWAL_PATIENCE (a loaded server answers a renewal in most of a second),
+        or an answered request's wait for its first event shorter than RECONNECT_GRACE, holds releases without
+        a reason to report (no Event per renewal); a longer one, a broken stream or a relist is a reason."""
         clock = Clock()
         runtime = Runtime(OperatorConfig(freshness_window=60), Metrics(), clock)
         for kind in ("nodes", "pods", "resourceslices", "resourceclaims", "nodeallocatableledgers"):
@@ -84,7 +85,13 @@ class TestRuntime:
         runtime.connecting("pods")
         assert runtime.renewing()
         clock.now += RECONNECT_GRACE
-        assert not runtime.renewing()
+        assert runtime.renewing()
+        clock.now += RENEWAL_PATIENCE - RECONNECT_GRACE
+        assert (False, "the pods watch is reconnecting") == (runtime.renewing(), runtime.streams_unhealthy())
+        runtime.answered("pods")
+        assert runtime.renewing()  # resuming: its first event may be a 410
+        clock.now += RECONNECT_GRACE
+        assert (False, "") == (runtime.renewing(), runtime.streams_unhealthy())
         runtime.contact("pods")
         runtime.connecting("pods")
         runtime.broken("nodes", "request answered 503")

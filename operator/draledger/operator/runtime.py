@@ -40,13 +40,13 @@ from draledger.core.views import NodeView, PodView
 from draledger.core.views.pods import GATE
 from draledger.core.views.slices import DeviceMemo
 from draledger.operator.config import OperatorConfig
-from draledger.operator.health import RECONNECT_GRACE, Streams
+from draledger.operator.health import RECONNECT_GRACE, RENEWAL_PATIENCE, Streams
 from draledger.operator.metrics import Metrics
 from draledger.operator.refusals import Refusals
 from draledger.operator.selectors import parse_selector
 from draledger.operator.watching import LEDGERS_KIND
 
-__all__ = ["KINDS", "RECONNECT_GRACE", "Runtime"]
+__all__ = ["KINDS", "RECONNECT_GRACE", "RENEWAL_PATIENCE", "Runtime"]
 
 log = structlog.get_logger("draledger")
 
@@ -363,7 +363,8 @@ class Runtime:
             self.mark_all()
 
     def renewing(self) -> bool:
-        """Whether the only streams down are being renewed, each for less than ``RECONNECT_GRACE`` (health)."""
+        """Whether the only streams down are being renewed: reconnecting for less than ``RENEWAL_PATIENCE``, or
+        resuming for less than ``RECONNECT_GRACE`` (health, rule 3)."""
         issues = self.health.issues(self.clock(), self.config.freshness_window)
         return bool(issues) and all(renewal for _, renewal in issues)
 

@@ -40,8 +40,9 @@ Releases, by the record (the second judge, issue 24): the same releases, judged 
     before the release and is still stored Ready (at N or later) when it lands; one for the scheduler to
     place (``*@resourceVersion=R``) is WRONG unless every Node its affinity after the release allows has a
     ledger stored Ready at that moment. The operator cannot know of a change another actor made a moment
-    ago: a Node or ledger changed by someone else less than ``GRACE`` before the release is not held against
-    it.
+    before its decision, nor stop a patch already sent: a Node or ledger changed by someone else after
+    ``sent - GRACE`` (the first judge's interval, from the same log, trusted for ``FLIGHT``) is not held
+    against the release.
 
 Versions: across every stored change of the ledgers (operator restarts and ledgers recreated included),
     ``status.ledgerVersion`` and ``status.mappingVersion`` of one Node's ledger (keyed by the owner Node's
@@ -227,8 +228,9 @@ class Record:
         if entry.plural == LEDGERS and status.get("phase") == "Ready" and "ledgerVersion" in status:
             self.ready_versions.setdefault(name, set()).add(int(status["ledgerVersion"]))
 
-    def vouches(self, pod: Mapping[str, Any], at: float, grace: float) -> str:
-        """Why the record does not vouch for this release, as it lands ("" when it does)."""
+    def vouches(self, pod: Mapping[str, Any], since: float) -> str:
+        """Why the record does not vouch for this release, as it lands ("" when it does); another actor's
+        change from ``since`` on is not held against it."""
         record = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
         if not record:
             return f"no {ANNOTATION} record"
@@ -245,8 +247,8 @@ class Record:
                 return f"record {record} but the pod may go to {allowed}"
         problems = []
         for node, version in named.items():
-            if any(at - self.others.get((plural, node), float("-inf")) < grace for plural in (LEDGERS, "nodes")):
-                continue  # another actor's change the operator could not have seen yet
+            if any(self.others.get((plural, node), float("-inf")) > since for plural in (LEDGERS, "nodes")):
+                continue  # another actor's change the operator could not have seen when it decided
             status = _status(self.ledgers.get(node))
             if status.get("phase") != "Ready":
                 problems.append(f"{node} stored {status.get('phase') or 'nothing'}")
@@ -359,9 +361,9 @@ def judge(entries: Iterable[Entry], grace: float = GRACE,
         if _is_release(entry):
             meta = change.obj["metadata"]
             pod = f"{meta.get('namespace')}/{meta['name']}"
-            if problem := record.vouches(change.obj, entry.at, grace):
-                result.by_record.append(f"{pod} at {entry.at:.3f}: {problem}")
             start = _decided(sent, pod, entry.at) - grace
+            if problem := record.vouches(change.obj, start):
+                result.by_record.append(f"{pod} at {entry.at:.3f}: {problem}")
             window = [state for index, (at, state) in enumerate(states)
                       if at < entry.at and (index + 1 == len(states) or states[index + 1][0] > start)]
             unsafe = set.intersection(*(state.unsafe(change.obj) for state in window)) if window else set()

@@ -130,6 +130,25 @@ class TestReleasesByTheRecord:
         timeline.release(7.0, second)
         assert ["faults/p2 at 7.000: n2 stored nothing"] == judge(timeline.entries).by_record
 
+    @pytest.mark.parametrize(("deleted_at", "sent", "wrong"), [
+        pytest.param(4.3, None, True, id="no-log-judged-from-the-landing"),
+        pytest.param(4.3, 4.2, False, id="deleted-after-the-decision"),
+        pytest.param(1.5, 0.5, True, id="the-log-trusted-for-FLIGHT-only"),
+    ])
+    def test_a_change_after_the_decision_is_not_held_against_a_release_in_flight(
+            self, deleted_at: float, sent: float | None, wrong: bool) -> None:
+        """A release landing at 5.5, n2's ledger deleted by someone else at 4.3: sent at 4.2 (the store slow to
+        take it), its decider saw n2 Ready and could not call the patch back; with no log, the deletion 1.2 s
+        before the landing stands against it; a log that puts the sending 5 s back is trusted for FLIGHT
+        (2.5 s) only, so a deletion at 1.5 stands too."""
+        timeline = self.written({"n1": "Ready", "n2": "Ready"})
+        pod = self.gated(timeline, "p")
+        deleted = copy.deepcopy(timeline.objects[(LEDGERS, "n2")])
+        timeline.entries.append(Entry(deleted_at, LEDGERS, Change(99, "DELETED", deleted, None), "churn"))
+        timeline.release(5.5, pod)
+        verdict = judge(timeline.entries, sent={} if sent is None else {"faults/p": [sent]}).by_record
+        assert (["faults/p at 5.500: n2 stored nothing"] if wrong else []) == verdict
+
 
 class TestReleases:
     @pytest.mark.parametrize(("down_at", "wrong"), [

@@ -23,6 +23,7 @@ from draledger.demo.emulator.discovery import register_cluster_resources
 from draledger.operator import gating
 from tests.faults import checks
 from tests.faults.churn import Churn
+from tests.faults.objects import gate_names
 from tests.faults.process import OperatorProcess, Operators
 from tests.faults.timeline import Entry, Timeline
 
@@ -203,8 +204,7 @@ class World:
                 pod = str((entry.change.obj.get("involvedObject") or {}).get("name", ""))
                 told[pod] = f"{pod}: {entry.change.obj.get('reason')}: {entry.change.obj.get('message')}"
         pods = self.emulator.store.live(self.emulator.require("v1/pods").resource)
-        gated = [pod["metadata"]["name"] for pod in pods
-                 if any(g.get("name") == gating.GATE for g in pod.get("spec", {}).get("schedulingGates") or [])]
+        gated = [pod["metadata"]["name"] for pod in pods if gating.GATE in gate_names(pod)]
         return [told.get(name, f"{name}: no Event") for name in sorted(gated)][:8]
 
     async def finish(self) -> Outcome:

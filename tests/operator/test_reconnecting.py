@@ -15,9 +15,9 @@ import pytest
 from draledger.core.accounting.release import GATE
 from draledger.demo.emulator import ClusterEmulator, serve_emulator
 from draledger.operator.config import OperatorConfig
-from draledger.operator.health import StreamHealth
+from draledger.operator.health import RECONNECT_GRACE, RENEWAL_PATIENCE, StreamHealth
 from draledger.operator.metrics import Metrics
-from draledger.operator.runtime import RECONNECT_GRACE, RENEWAL_PATIENCE, Runtime
+from draledger.operator.runtime import Runtime
 from tests.integration.harness import NODES, PODS, case_items, eventually, phase_is, running
 
 UNALLOCATED = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",

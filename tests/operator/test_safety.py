@@ -21,9 +21,10 @@ from draledger.core.accounting.release import ANNOTATION, GATE
 from draledger.demo.emulator import ClusterEmulator, serve_emulator
 from draledger.operator import gating
 from draledger.operator.config import OperatorConfig
+from draledger.operator.health import RENEWAL_PATIENCE
 from draledger.operator.kubeapi import ApiError, NotFound
 from draledger.operator.metrics import Metrics
-from draledger.operator.runtime import RENEWAL_PATIENCE, Runtime
+from draledger.operator.runtime import Runtime
 from draledger.operator.stored import Stored
 from draledger.operator.writing import Writer
 from tests.integration.harness import (

@@ -40,13 +40,13 @@ from draledger.core.views import NodeView, PodView
 from draledger.core.views.pods import GATE
 from draledger.core.views.slices import DeviceMemo
 from draledger.operator.config import OperatorConfig
-from draledger.operator.health import RECONNECT_GRACE, RENEWAL_PATIENCE, Streams
+from draledger.operator.health import Streams
 from draledger.operator.metrics import Metrics
 from draledger.operator.refusals import Refusals
 from draledger.operator.selectors import parse_selector
 from draledger.operator.watching import LEDGERS_KIND
 
-__all__ = ["KINDS", "RECONNECT_GRACE", "RENEWAL_PATIENCE", "Runtime"]
+__all__ = ["KINDS", "Runtime"]
 
 log = structlog.get_logger("draledger")
 

@@ -12,14 +12,17 @@ Rules (docs/style.md, "Tooling"):
    round in another order. "No dra-ledger" runs with no operator process at all, and every gate figure is
    against it. "The floor" runs the policy's gate with no operator process either, and gate_floor.py (started
    for the burst, stopped after it) removing the gate from every pod at once: dra-ledger's cost over it is its
-   design's own.
+   design's own. With ``--kopf-floor`` a fifth configuration, the Kopf floor: the same releaser handed its pods by
+   a Kopf operator watching what dra-ledger watches (gate_floor.py rule 6), so that what Kopf's delivery costs
+   and what dra-ledger costs beyond it are measured apart.
 4. Then three disruptions, each during a burst gated by the policy: the operator restarted (SIGTERM, a new
    process, its rebuild), the leader killed (SIGKILL) under leader election with a warm standby, and the leader
    stopped (SIGTERM: it gives the Lease up). The lease settings default to the manifests' (15 s, 10 s, 2 s).
 5. Nothing asserts a time. The run fails (exit 1) only if a burst did not complete: a pod created with the gate
    never released, or fewer pods bound than can be, by a generous deadline (gate_burst.py rule 3).
 
-Usage: ``.venv/bin/python benchmarks/bench_gate.py [--nodes 100] [--pods 300] [--rounds 3] [--json FILE]``
+Usage: ``.venv/bin/python benchmarks/bench_gate.py [--nodes 100] [--pods 300] [--rounds 3] [--kopf-floor]
+[--json FILE]``
 (10 minutes at that size on a busy 2-core machine, once the release is built). docs/performance.md has the figures.
 """
 
@@ -55,9 +58,13 @@ from tests.realcluster.launcher import ControlPlane  # noqa: E402
 from tests.realcluster.operating import GATE, OperatorProcess  # noqa: E402
 from tests.realcluster.releases import RELEASES  # noqa: E402
 
-ORDER = figures.CONFIGURATIONS
 READY_WITHIN = 600.0
 PY_SPY = shutil.which("py-spy")  # --profile only
+
+
+def order(kopf_floor: bool) -> tuple[str, ...]:
+    """The configurations interleaved (rule 3), the Kopf floor only when asked for."""
+    return tuple(c for c in figures.CONFIGURATIONS if kopf_floor or c != figures.KOPF_FLOOR)
 
 
 def metrics_port(process: OperatorProcess) -> int:
@@ -113,8 +120,8 @@ class Operators:
         out["releaser"] = self.releaser_spent + (cpu_seconds(self.releaser.process.pid) if self.releaser else 0.0)
         return out
 
-    async def start_releaser(self, namespace: str) -> None:
-        self.releaser = await Releaser.start(self.cluster, namespace)
+    async def start_releaser(self, namespace: str, *mode: str) -> None:
+        self.releaser = await Releaser.start(self.cluster, namespace, *mode)
 
     async def stop_releaser(self) -> None:
         if self.releaser is not None:
@@ -155,16 +162,18 @@ def step(message: str) -> None:
     print(f"[bench_gate {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-async def interleaved(cluster: Cluster, admin: Admin, operators: Operators, rounds: int) -> list[figures.Burst]:
+async def interleaved(cluster: Cluster, admin: Admin, operators: Operators, rounds: int,
+                      configurations: tuple[str, ...]) -> list[figures.Burst]:
     """Rule 3: every configuration once a round, the order rotated each round."""
     bursts = []
     for round_ in range(1, rounds + 1):
-        turn = (round_ - 1) % len(ORDER)
-        for config in ORDER[turn:] + ORDER[:turn]:
-            if config in (figures.UNGATED, figures.FLOOR):
+        turn = (round_ - 1) % len(configurations)
+        for config in configurations[turn:] + configurations[:turn]:
+            if config == figures.UNGATED or config in figures.FLOORS:
                 await operators.stop_all()
-                if config == figures.FLOOR:
-                    await operators.start_releaser(NAMESPACES[config])
+                if config in figures.FLOORS:
+                    await operators.start_releaser(NAMESPACES[config],
+                                                   *(["kopf"] if config == figures.KOPF_FLOOR else []))
             elif "draledger" not in operators.running:
                 await operators.start("draledger", *cluster.webhook_args())
                 await asyncio.to_thread(wait_until, lambda: dry_run_gates(cluster.plane, NAMESPACES["webhook"])
@@ -225,7 +234,7 @@ async def measure(args: argparse.Namespace, plane: ControlPlane, workdir: Path) 
     admin = Admin(cluster)
     operators = Operators(cluster, args.profile)
     try:
-        bursts = await interleaved(cluster, admin, operators, args.rounds)
+        bursts = await interleaved(cluster, admin, operators, args.rounds, order(args.kopf_floor))
         disrupted = await disruptions(cluster, admin, operators, args) if not args.no_disruptions else {}
     finally:
         await operators.stop_releaser()
@@ -259,6 +268,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lease-duration", type=float, default=15.0)
     parser.add_argument("--renew-deadline", type=float, default=10.0)
     parser.add_argument("--retry-period", type=float, default=2.0)
+    parser.add_argument("--kopf-floor", action="store_true",
+                        help="also run the Kopf floor: the floor's releaser fed by a Kopf operator (rule 3)")
     parser.add_argument("--no-disruptions", action="store_true", help="skip the restart, failover and handover")
     parser.add_argument("--workdir", help="where the control plane and the logs go (default: a new temp dir)")
     parser.add_argument("--json", type=Path, help="write the figures to this file")

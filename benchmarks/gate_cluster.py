@@ -6,9 +6,9 @@ Rules:
    suite applies (canary + admission-policy: the MutatingAdmissionPolicy gates namespaces labelled
    ``draledger.dev/gating=enabled``), the operator's ServiceAccount token, and ``draledger run`` as the suite
    starts it (``OperatorProcess``).
-2. One namespace per configuration: ``NAMESPACES["none"]`` is selected by no gate, ``["policy"]`` and
-   ``["floor"]`` by the policy's binding only (both labelled ``draledger.dev/gating=enabled``: the same gate,
-   released by dra-ledger or by the floor's releaser), ``["webhook"]`` by the base's MutatingWebhookConfiguration
+2. One namespace per configuration: ``NAMESPACES["none"]`` is selected by no gate, ``["policy"]``, ``["floor"]``
+   and ``["kopf-floor"]`` by the policy's binding only (labelled ``draledger.dev/gating=enabled``: the same gate,
+   released by dra-ledger or by a floor's releaser), ``["webhook"]`` by the base's MutatingWebhookConfiguration
    only (registered with a loopback ``url`` and a CA of its own, as test_operator_admission.py does).
 3. kube-scheduler and kube-controller-manager get ``--kube-api-qps``/``--kube-api-burst`` raised unless
    ``client_qps`` is 0 (their defaults, 50 and 20, make the resourceclaim controller the bottleneck at about ten
@@ -53,8 +53,9 @@ from tests.realcluster.operating import (
 )
 from tests.realcluster.releases import Release
 
-NAMESPACES = {"none": "gate-none", "policy": "gate-policy", "webhook": "gate-webhook", "floor": "gate-floor"}
-POLICY_GATED = ("policy", "floor")  # the configurations whose namespace the policy's binding selects
+NAMESPACES = {"none": "gate-none", "policy": "gate-policy", "webhook": "gate-webhook", "floor": "gate-floor",
+              "kopf-floor": "gate-kopf-floor"}
+POLICY_GATED = ("policy", "floor", "kopf-floor")  # the configurations whose namespace the policy's binding selects
 WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
 BURST_LABEL = "bench.draledger.dev/burst"
 SETUP_THREADS = 8

@@ -14,6 +14,10 @@ Rules:
    added percentiles and throughput ratio are what any gate-based design pays here. A dra-ledger gate's cost
    over the floor is its percentile minus the floor's (its added less the floor's added) and its throughput over
    the floor's: what dra-ledger's own design costs.
+   The Kopf floor (``KOPF_FLOOR``, with ``--kopf-floor``) is the same releaser handed its pods by a Kopf operator
+   that watches what dra-ledger watches (gate_floor.py rule 6): its cost over the floor is Kopf's delivery of
+   those events, and a dra-ledger gate's cost over it (``over_kopf_floor``) is what its design costs beyond the
+   framework it is built on.
 6. Waiting on our gate while the scheduler is idle: at each sample of kube-scheduler's own queue gauges where
    its active and backoff queues are both empty (nothing it could work on), the pods created with our gate more
    than ``GRACE`` ago and not released yet. The target is 0 at every sample.
@@ -33,17 +37,20 @@ PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
 GATES = ("policy", "webhook")  # dra-ledger's
 UNGATED = "none"
 FLOOR = "floor"
-CONFIGURATIONS = (UNGATED, FLOOR, *GATES)
+KOPF_FLOOR = "kopf-floor"
+FLOORS = (FLOOR, KOPF_FLOOR)
+CONFIGURATIONS = (UNGATED, *FLOORS, *GATES)
 HEADLINE = ("added_p50_ms", "added_p99_ms", "throughput_ratio", "operator_cpu_s")  # the faster gate's
 FLOOR_HEADLINE = {"floor_added_p50_ms": "added_p50_ms", "floor_added_p99_ms": "added_p99_ms",
                   "floor_throughput_ratio": "throughput_ratio", "floor_releaser_cpu_s": "operator_cpu_s",
                   "floor_max_waiting_while_idle": "max_waiting_while_idle"}
 OVER_FLOOR = ("added_p50_ms", "added_p99_ms", "throughput_ratio")  # the faster gate's, as over_floor_<key>
+KOPF_FLOOR_HEADLINE = {f"kopf_{key}": name for key, name in FLOOR_HEADLINE.items()}
 
 
 def operator_process(config: str) -> str:
     """Rule 7: the process whose CPU is the configuration's operator CPU (a key of ``Burst.cpu``)."""
-    return "releaser" if config == FLOOR else "draledger"
+    return "releaser" if config in FLOORS else "draledger"
 
 
 @dataclass(slots=True)
@@ -204,11 +211,12 @@ def _ratios(mine: dict[str, Any], base: dict[str, Any], rounds: list[float], bas
 
 
 def gate_costs(configs: dict[str, dict[str, Any]], by_round: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
-    """Per gate and for the floor (rules 4 and 5): added time to bind at p50/p99 and the throughput ratio, against
-    the ungated runs; for dra-ledger's gates also ``over_floor``, the same figures against the floor's runs."""
+    """Per gate and for each floor (rules 4 and 5): added time to bind at p50/p99 and the throughput ratio, against
+    the ungated runs; for the Kopf floor and dra-ledger's gates also ``over_floor``, the same figures against the
+    floor's runs, and for the gates ``over_kopf_floor``, against the Kopf floor's."""
     base = configs[UNGATED]
     out: dict[str, dict[str, Any]] = {}
-    for config in (*GATES, FLOOR):
+    for config in (*GATES, *FLOORS):
         if config not in configs:
             continue
         mine = configs[config]
@@ -221,12 +229,14 @@ def gate_costs(configs: dict[str, dict[str, Any]], by_round: dict[str, list[floa
             "operator_cpu_s": mine["cpu_s_per_burst"].get(operator_process(config)),
             "max_waiting_while_idle": mine["waiting_while_idle"]["max_waiting"],
         }
-        if config != FLOOR and FLOOR in configs:
-            floor = configs[FLOOR]
-            pooled, median = _ratios(mine, floor, by_round.get(config, []), by_round.get(FLOOR, []))
-            out[config]["over_floor"] = {"added_p50_ms": _less(mine, floor, "p50"),
-                                         "added_p99_ms": _less(mine, floor, "p99"),
-                                         "throughput_ratio": pooled, "throughput_ratio_median_of_rounds": median}
+        beneath = (FLOOR, KOPF_FLOOR) if config in GATES else (FLOOR,) if config == KOPF_FLOOR else ()
+        for floor_config in beneath:
+            if floor_config in configs:
+                floor = configs[floor_config]
+                pooled, median = _ratios(mine, floor, by_round.get(config, []), by_round.get(floor_config, []))
+                out[config][f"over_{floor_config.replace('-', '_')}"] = {
+                    "added_p50_ms": _less(mine, floor, "p50"), "added_p99_ms": _less(mine, floor, "p99"),
+                    "throughput_ratio": pooled, "throughput_ratio_median_of_rounds": median}
     return out
 
 
@@ -268,14 +278,16 @@ def summarize(bursts: list[Burst], disruptions: dict[str, Burst]) -> dict[str, A
     configs = {config: configuration([b for b in bursts if b.config == config]) for config in present}
     by_round = {config: [b.throughput() for b in bursts if b.config == config] for config in present}
     costs = gate_costs(configs, by_round)
-    floor = costs.pop(FLOOR, None)
+    floor, kopf_floor = costs.pop(FLOOR, None), costs.pop(KOPF_FLOOR, None)
     best = faster(costs)
-    over = costs[best].get("over_floor") or {}
+    over, over_kopf = costs[best].get("over_floor") or {}, costs[best].get("over_kopf_floor") or {}
     return {
         "faster_gate": best, **{key: costs[best][key] for key in HEADLINE},
         **{key: floor[name] if floor else None for key, name in FLOOR_HEADLINE.items()},
         **{f"over_floor_{key}": over.get(key) for key in OVER_FLOOR},
-        "gates": costs, "floor": floor, "configurations": configs,
+        **{key: kopf_floor[name] if kopf_floor else None for key, name in KOPF_FLOOR_HEADLINE.items()},
+        **{f"over_kopf_floor_{key}": over_kopf.get(key) for key in OVER_FLOOR},
+        "gates": costs, "floor": floor, "kopf_floor": kopf_floor, "configurations": configs,
         **{name: disrupted(burst) for name, burst in disruptions.items()},
         "complete": all(b.complete for b in [*bursts, *disruptions.values()]),
     }

@@ -1,7 +1,8 @@
-"""The gate benchmark's floor: a releaser that does nothing but remove the gate, so that a burst gated by the same
-MutatingAdmissionPolicy measures what any design that gates claim pods must pay, with no accounting at all.
+"""The gate benchmark's floors: a releaser that does nothing but remove the gate, so that a burst gated by the same
+MutatingAdmissionPolicy measures what any design that gates claim pods must pay, with no accounting at all; and the
+same releaser handed its pods by a Kopf operator (the Kopf floor), what any design built on Kopf must pay.
 
-Usage (started by bench_gate.py): ``python gate_floor.py SERVER CA CERT KEY NAMESPACE``.
+Usage (started by bench_gate.py): ``python gate_floor.py SERVER CA CERT KEY NAMESPACE [kopf]``.
 
 Rules:
 1. The pods of NAMESPACE, listed and watched as the observer watches (gate_observer.py, rule 2). Every pod seen
@@ -17,6 +18,14 @@ Rules:
    Fairness, where dra-ledger runs as its ServiceAccount.
 5. ``["ready"]`` once the watch is open; when stdin closes, ``["done", released, conflicts, failures]``, and it
    exits.
+6. With ``kopf`` (the Kopf floor), the pods are not watched by rule 1's watch but handed over by a Kopf operator
+   in this process, run as dra-ledger runs Kopf: the same four kinds cluster-wide with the same selectors and
+   page size (``draledger.operator.handlers``), a silent ``on.event`` handler on each, and the same settings
+   (no scanning, no posting, no peering, no diff base). The pods handler notes the pods of NAMESPACE (rule 1);
+   the others do nothing. So the Kopf floor over the floor is Kopf's delivery of the events dra-ledger must
+   watch, and dra-ledger over the Kopf floor is its own design's cost. ``["ready"]`` once the nodes' listing
+   has reached a handler (the streams start together; a pod created before its own listing is in it). When
+   stdin closes, Kopf is stopped by its stop flag (a clean stop, not a cancellation).
 """
 
 from __future__ import annotations
@@ -25,10 +34,14 @@ import asyncio
 import json
 import ssl
 import sys
+import time
 from typing import Any
 
 import aiohttp
+import kopf
 
+from draledger.operator.config import OperatorConfig
+from draledger.operator.handlers import PAGE, WATCHED, NoDiffBase, list_params
 from gate_observer import GATE, say, until_eof, watch
 
 PATCHES = 16
@@ -109,13 +122,64 @@ class Releaser:
             return 0, repr(error)
 
 
-async def main(server: str, ca: str, cert: str, key: str, namespace: str) -> None:
+class KopfFeed:
+    """Rule 6's handlers: the pods of ``namespace`` go to the releaser (a listed pod, ``type`` None, as ADDED);
+    ``opened`` is set by the first node event; every other event is dropped."""
+
+    def __init__(self, namespace: str, releaser: Releaser, opened: asyncio.Event) -> None:
+        self.namespace, self.releaser, self.opened = namespace, releaser, opened
+
+    async def pod_event(self, event: Any, **_: Any) -> None:
+        pod = event.get("object") or {}
+        if (pod.get("metadata") or {}).get("namespace") == self.namespace:
+            self.releaser.note(event.get("type") or "ADDED", pod, time.monotonic())
+
+    async def node_event(self, **_: Any) -> None:
+        self.opened.set()
+
+    async def other_event(self, **_: Any) -> None:
+        return None
+
+
+def kopf_operator(server: str, ca: str, cert: str, key: str,
+                  feed: KopfFeed) -> tuple[kopf.OperatorRegistry, kopf.OperatorSettings]:
+    """Rule 6: Kopf's registry and settings as dra-ledger's (operator.handlers), ``feed``'s handlers on the kinds."""
+    registry, settings = kopf.OperatorRegistry(), kopf.OperatorSettings()
+    settings.scanning.disabled = True
+    settings.posting.enabled = False
+    settings.peering.standalone = True
+    settings.persistence.finalizer = "draledger.dev/unused"
+    settings.persistence.diffbase_storage = NoDiffBase()
+    settings.watching.chunk_size = PAGE
+    params = list_params(OperatorConfig())
+    for kind, selector in WATCHED:
+        if "fieldSelector" in params[kind]:
+            settings.watching.field_selectors[selector] = params[kind]["fieldSelector"]
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return kopf.ConnectionInfo(server=server, ca_path=ca, certificate_path=cert, private_key_path=key)
+
+    handlers = {"pods": feed.pod_event, "nodes": feed.node_event}
+    for kind, selector in WATCHED:
+        kopf.on.event(*selector, registry=registry, id=f"{kind}-event")(handlers.get(kind, feed.other_event))
+    return registry, settings
+
+
+async def main(server: str, ca: str, cert: str, key: str, namespace: str, mode: str = "") -> None:
     context = ssl.create_default_context(cafile=ca)
     context.load_cert_chain(cert, key)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context, limit=PATCHES + 1)) as session:
         url = f"{server}/api/v1/namespaces/{namespace}/pods"
-        releaser, opened = Releaser(session, url), asyncio.Event()
-        watching = asyncio.create_task(watch(session, url, {}, releaser.note, opened))
+        releaser, opened, stop = Releaser(session, url), asyncio.Event(), asyncio.Event()
+        operator: asyncio.Task[None] | None = None
+        if mode == "kopf":
+            registry, settings = kopf_operator(server, ca, cert, key, KopfFeed(namespace, releaser, opened))
+            operator = asyncio.create_task(kopf.operator(registry=registry, settings=settings, clusterwide=True,
+                                                         standalone=True, stop_flag=stop))
+            watching = asyncio.create_task(shielded(operator))  # stopped by its flag, not cancelled
+        else:
+            watching = asyncio.create_task(watch(session, url, {}, releaser.note, opened))
         await asyncio.wait([watching, asyncio.create_task(opened.wait())], timeout=60,
                            return_when=asyncio.FIRST_COMPLETED)
         if watching.done():
@@ -128,9 +192,17 @@ async def main(server: str, ca: str, cert: str, key: str, namespace: str) -> Non
         finally:
             for task in list(releaser.tasks.values()):
                 task.cancel()
+            if operator is not None:
+                stop.set()
+                await asyncio.wait([operator], timeout=5)
             say("done", releaser.released, releaser.conflicts, releaser.failures)
+
+
+async def shielded(task: asyncio.Task[None]) -> None:
+    """Await ``task``; cancelling this leaves it running (Kopf stops cleanly by its stop flag)."""
+    await asyncio.shield(task)
 
 
 if __name__ == "__main__":
     server_, ca_, cert_, key_, namespace_ = sys.argv[1:6]
-    asyncio.run(main(server_, ca_, cert_, key_, namespace_))
+    asyncio.run(main(server_, ca_, cert_, key_, namespace_, *sys.argv[6:7]))

@@ -5,7 +5,9 @@ The targets (issue 26), judged on the faster gate's figures of one run: the gate
 waits on our gate (past its first 250 ms) at any moment the scheduler's active and backoff queues are empty.
 Each is also judged on the floor's figures (the same gate released by a process that does nothing else): a
 target the floor misses is stopped by the floor, since no design that gates the pods meets it on that machine,
-and the report says so.
+and the report says so. With the Kopf floor (the same releaser fed by a Kopf operator that watches what dra-ledger
+watches), each target is judged on it too: a target it misses is stopped by Kopf's delivery of those events, since
+no design built on Kopf meets it on that machine.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 from gate_figures import operator_process
 
 TARGETS = {"added_p50_ms": 50.0, "added_p99_ms": 250.0, "throughput_ratio": 0.95}
-NAMES = {"none": "no dra-ledger", "floor": "gate, no accounting (the floor)", "policy": "MutatingAdmissionPolicy gate",
+NAMES = {"none": "no dra-ledger", "floor": "gate, no accounting (the floor)",
+         "kopf-floor": "gate, no accounting, pods from Kopf (the Kopf floor)", "policy": "MutatingAdmissionPolicy gate",
          "webhook": "webhook gate"}
 TARGET_NAMES = {"added_p50_ms": "added to p50 ≤ 50 ms", "added_p99_ms": "added to p99 ≤ 250 ms",
                 "throughput_ratio": "throughput ≥ 0.95 × ungated",
@@ -53,9 +56,10 @@ def judged(result: dict[str, Any]) -> dict[str, bool]:
     return judge(result["gates"][result["faster_gate"]])
 
 
-def stopped_by_floor(result: dict[str, Any]) -> list[str]:
-    """The targets the floor itself misses (all of them when the run has no floor: none is shown reachable)."""
-    floor = result.get("floor")
+def stopped_by_floor(result: dict[str, Any], floor_key: str = "floor") -> list[str]:
+    """The targets the floor (``floor_key``: ``floor`` or ``kopf_floor``) itself misses (all of them when the run
+    has no such floor: none is shown reachable)."""
+    floor = result.get(floor_key)
     return [target for target, ok in judge(floor).items() if not ok] if floor else list(TARGET_NAMES)
 
 
@@ -67,23 +71,34 @@ def _figure(cost: dict[str, Any], target: str) -> str:
     return _number(cost[target], "+,.0f") + " ms"
 
 
+def _beyond(over: dict[str, Any] | None, target: str) -> str:
+    if over is None or target == "waiting_while_idle":
+        return "—"
+    if target == "throughput_ratio":
+        return _number(over["throughput_ratio"], ".3f") + " ×"
+    return _number(over[target], "+,.0f") + " ms"
+
+
 def targets(result: dict[str, Any]) -> list[str]:
-    """The targets table: each judged on the faster gate and on the floor, and the faster gate's cost over the
-    floor; then which targets the floor stops."""
-    best, floor = result["faster_gate"], result.get("floor")
-    gate, over = result["gates"][best], result["gates"][best].get("over_floor")
-    verdict, floor_verdict = judged(result), judge(floor) if floor else {}
-    lines = [f"| target | faster gate ({NAMES[best]}) | {NAMES['floor']} | {NAMES[best]} over the floor |",
-             "|---|---:|---:|---:|"]
+    """The targets table: each judged on the faster gate, on the floor and on the Kopf floor (when measured), and
+    the faster gate's cost over each; then which targets each floor stops."""
+    best, floor, kopf_floor = result["faster_gate"], result.get("floor"), result.get("kopf_floor")
+    gate = result["gates"][best]
+    verdict = judged(result)
+    floors = [("floor", floor, "over_floor", "the floor")]
+    if kopf_floor:
+        floors.append(("kopf-floor", kopf_floor, "over_kopf_floor", "the Kopf floor"))
+    header = f"| target | faster gate ({NAMES[best]}) |"
+    header += "".join(f" {NAMES[name]} |" for name, *_ in floors)
+    header += "".join(f" {NAMES[best]} over {said} |" for *_, said in floors)
+    lines = [header, "|---|---:|" + "---:|" * 2 * len(floors)]
     for target, name in TARGET_NAMES.items():
-        on_floor = f"{_figure(floor, target)}: {met(floor_verdict[target])}" if floor else "—"
-        if over is None or target == "waiting_while_idle":
-            beyond = "—"
-        elif target == "throughput_ratio":
-            beyond = _number(over["throughput_ratio"], ".3f") + " ×"
-        else:
-            beyond = _number(over[target], "+,.0f") + " ms"
-        lines.append(f"| {name} | {_figure(gate, target)}: {met(verdict[target])} | {on_floor} | {beyond} |")
+        row = f"| {name} | {_figure(gate, target)}: {met(verdict[target])} |"
+        for _, cost, _, _ in floors:
+            row += f" {_figure(cost, target)}: {met(judge(cost)[target])} |" if cost else " — |"
+        for _, _, over_key, _ in floors:
+            row += f" {_beyond(gate.get(over_key), target)} |"
+        lines.append(row)
     stopped = stopped_by_floor(result)
     if not floor:
         lines += ["", "No floor was measured: no target is shown reachable on this machine."]
@@ -93,6 +108,12 @@ def targets(result: dict[str, Any]) -> list[str]:
     else:
         lines += ["", "The floor meets every target: where the faster gate misses one, the cost is dra-ledger's "
                   "own (its column over the floor)."]
+    if kopf_floor:
+        by_kopf = [t for t in stopped_by_floor(result, "kopf_floor") if t not in stopped]
+        lines += ["", "Stopped by the Kopf floor, beyond the floor (a Kopf operator that watches what dra-ledger "
+                  "watches and does nothing but remove the gate misses them on this machine): "
+                  f"{'; '.join(TARGET_NAMES[t] for t in by_kopf)}." if by_kopf else
+                  "The Kopf floor stops no target the floor does not."]
     return lines
 
 
@@ -122,7 +143,8 @@ def report(result: dict[str, Any], command: str) -> str:
             f"| {_ms(figures['create_ms'], 'p50', 'p99')} | {figures['throughput_pods_s']:.1f} "
             f"| {cpu.get(operator_process(config), 0.0):.2f} | {cpu.get('kube-apiserver', 0.0):.2f} / "
             f"{cpu.get('kube-scheduler', 0.0):.2f} |")
-    gated = {**({"floor": result["floor"]} if result.get("floor") else {}), **result["gates"]}
+    gated = {**({"floor": result["floor"]} if result.get("floor") else {}),
+             **({"kopf-floor": result["kopf_floor"]} if result.get("kopf_floor") else {}), **result["gates"]}
     for gate in gated:
         figures = result["configurations"][gate]
         if figures["created_gated"] < figures["pods"]:  # fail-open: the webhook did not answer in time

@@ -178,12 +178,33 @@ class TestSummary:
         assert round(1.05 / 1.5, 3) == summary["gates"]["webhook"]["over_floor"]["throughput_ratio_median_of_rounds"]
         assert {"p50", "p90", "p99", "max", "n"} == set(summary["configurations"]["floor"]["time_to_bind_ms"])
 
+    def test_the_kopf_floor_is_over_the_floor_and_the_gates_over_both(self) -> None:
+        """The Kopf floor's figures are against the ungated runs and its CPU is the releaser's; its cost over the
+        floor is Kopf's delivery; each gate is measured over both floors, the faster gate's as the headline."""
+        bursts = [burst_of("none", 1, 1.0), burst_of("floor", 1, 1.05, 0.1), burst_of("kopf-floor", 1, 1.08, 0.3),
+                  burst_of("policy", 1, 1.1, 0.4), burst_of("webhook", 1, 1.5, 0.5)]
+
+        summary = figures.summarize(bursts, {})
+
+        assert "policy" == summary["faster_gate"]
+        assert 40.0 == summary["kopf_floor_added_p50_ms"]
+        assert round(1.0 / 1.08, 3) == summary["kopf_floor_throughput_ratio"]
+        assert 0.3 == summary["kopf_floor_releaser_cpu_s"]
+        assert 15.0 == summary["kopf_floor"]["over_floor"]["added_p50_ms"]
+        assert "over_kopf_floor" not in summary["kopf_floor"]
+        assert 10.0 == summary["over_kopf_floor_added_p50_ms"]
+        assert 20.0 == summary["over_kopf_floor_added_p99_ms"]
+        assert round(1.08 / 1.1, 3) == summary["over_kopf_floor_throughput_ratio"]
+        assert 25.0 == summary["over_floor_added_p50_ms"]
+        assert 210.0 == summary["gates"]["webhook"]["over_kopf_floor"]["added_p50_ms"]
+
     def test_a_run_without_the_floor_has_no_floor_figures(self) -> None:
         """Without floor bursts the floor's figures and the cost over it are None, not zero."""
         summary = figures.summarize([burst_of("none", 1, 1.0), burst_of("policy", 1, 1.1)], {})
 
         assert (None, None, None) == (summary["floor"], summary["floor_throughput_ratio"],
                                       summary["over_floor_throughput_ratio"])
+        assert (None, None) == (summary["kopf_floor"], summary["over_kopf_floor_throughput_ratio"])
 
     def test_an_incomplete_burst_makes_the_run_incomplete(self) -> None:
         """One burst at its deadline marks the whole run incomplete."""
@@ -241,6 +262,25 @@ class TestFloorVerdict:
         assert "| throughput ≥ 0.95 × ungated | 0.800: **not met** | 0.900: **not met** | 0.889 × |" in lines
         assert ("Stopped by the floor (the floor itself misses them, so no gate-based design meets them on this "
                 "machine): added to p99 ≤ 250 ms; throughput ≥ 0.95 × ungated.") == lines[-1]
+
+
+    def test_the_report_judges_the_kopf_floor_and_names_what_only_it_stops(self) -> None:
+        """With the Kopf floor, each target is judged on it as well, the faster gate's cost over it is shown, and
+        the targets it misses that the floor meets are named as stopped by it."""
+        over = {"added_p50_ms": 370.0, "added_p99_ms": 600.0, "throughput_ratio": 0.889}
+        gate = {**cost(400.0, 900.0, 0.8, 12), "over_floor": over,
+                "over_kopf_floor": {"added_p50_ms": 20.0, "added_p99_ms": 100.0, "throughput_ratio": 0.98}}
+        result = {"faster_gate": "policy", "gates": {"policy": gate}, "floor": cost(30.0, 300.0, 0.9),
+                  "kopf_floor": cost(380.0, 800.0, 0.82, 3)}
+
+        lines = gate_report.targets(result)
+
+        assert ("| added to p50 ≤ 50 ms | +400 ms: **not met** | +30 ms: **met** | +380 ms: **not met** | +370 ms "
+                "| +20 ms |") in lines
+        assert ("| no pod waiting on the gate while the scheduler is idle | up to 12: **not met** | 0: **met** "
+                "| up to 3: **not met** | — | — |") in lines
+        assert lines[-1].startswith("Stopped by the Kopf floor, beyond the floor")
+        assert lines[-1].endswith(": added to p50 ≤ 50 ms; no pod waiting on the gate while the scheduler is idle.")
 
 
 def floor_pod(version: str, gates: tuple[str, ...] = ("other.example/gate", gate_floor.GATE)) -> dict[str, object]:
@@ -307,3 +347,42 @@ class TestFloorReleaser:
         assert ["p", "p"] == [name for name, _ in api.sent]
         assert (1, 1, 0) == (api.released, api.conflicts, api.failures)
         assert {} == api.tasks
+
+
+class TestKopfFloor:
+    def test_only_the_namespaces_pods_reach_the_releaser_and_a_node_opens_it(self) -> None:
+        """The Kopf floor's pod handler notes the pods of its namespace (a listed pod as ADDED) and starts their
+        release; pods elsewhere and the other kinds' events are dropped; the first node event says it is open."""
+        async def scenario() -> tuple[FakeApi, asyncio.Event]:
+            api, opened = FakeApi({"1": 200}), asyncio.Event()
+            feed = gate_floor.KopfFeed("gate-kopf-floor", api, opened)
+            ours = {**floor_pod("1"), "metadata": {"name": "p", "namespace": "gate-kopf-floor",
+                                                   "resourceVersion": "1"}}
+            theirs = {**floor_pod("1"), "metadata": {"name": "q", "namespace": "elsewhere", "resourceVersion": "1"}}
+            await feed.pod_event(event={"type": None, "object": ours})
+            await feed.pod_event(event={"type": "ADDED", "object": theirs})
+            await feed.other_event(event={"type": "ADDED", "object": {}})
+            assert not opened.is_set()
+            await feed.node_event(event={"type": None, "object": {}})
+            await asyncio.wait_for(api.tasks["p"], timeout=5)
+            return api, opened
+
+        api, opened = asyncio.run(scenario())
+
+        assert opened.is_set()
+        assert ["p"] == [name for name, _ in api.sent]
+        assert {"p"} == set(api.latest)
+
+    def test_kopf_watches_what_the_operator_watches_with_its_settings(self) -> None:
+        """The same four kinds with the same pod field selector and page size, and the settings that take the
+        per-event work dra-ledger has none of out of Kopf (no scanning, posting, peering or diff base)."""
+        from draledger.operator import handlers
+
+        feed = gate_floor.KopfFeed("ns", FakeApi({}), asyncio.Event())
+        _, settings = gate_floor.kopf_operator("https://127.0.0.1:1", "ca", "cert", "key", feed)
+
+        assert [handlers.POD_FIELD_SELECTOR] == list(settings.watching.field_selectors.values())
+        assert handlers.PAGE == settings.watching.chunk_size
+        assert (True, False, True) == (settings.scanning.disabled, settings.posting.enabled,
+                                       settings.peering.standalone)
+        assert isinstance(settings.persistence.diffbase_storage, handlers.NoDiffBase)

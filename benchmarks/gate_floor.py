@@ -18,14 +18,14 @@ Rules:
    Fairness, where dra-ledger runs as its ServiceAccount.
 5. ``["ready"]`` once the watch is open; when stdin closes, ``["done", released, conflicts, failures]``, and it
    exits.
-6. With ``kopf`` (the Kopf floor), the pods are not watched by rule 1's watch but handed over by a Kopf operator
-   in this process, run as dra-ledger runs Kopf: the same four kinds cluster-wide with the same selectors and
-   page size (``draledger.operator.handlers``), a silent ``on.event`` handler on each, and the same settings
-   (no scanning, no posting, no peering, no diff base). The pods handler notes the pods of NAMESPACE (rule 1);
-   the others do nothing. So the Kopf floor over the floor is Kopf's delivery of the events dra-ledger must
-   watch, and dra-ledger over the Kopf floor is its own design's cost. ``["ready"]`` once the nodes' listing
-   has reached a handler (the streams start together; a pod created before its own listing is in it). When
-   stdin closes, Kopf is stopped by its stop flag (a clean stop, not a cancellation).
+6. With ``kopf`` (the Kopf floor), the pods are not watched by rule 1's watch but handed over by a Kopf operator in
+   this process, run as dra-ledger runs Kopf: the same four kinds cluster-wide, a silent ``on.event`` handler on
+   each, and dra-ledger's own settings (``draledger.operator.handlers.settings_for``: the same selectors and page
+   size, no scanning, no posting, no peering, no diff base). The pods handler notes the pods of NAMESPACE (rule 1);
+   the others do nothing. So the Kopf floor over the floor is Kopf's delivery of the events dra-ledger must watch,
+   and dra-ledger over the Kopf floor is its own design's cost. ``["ready"]`` once the nodes' listing has reached a
+   handler (the streams start together; a pod created before its own listing is in it). When stdin closes, Kopf is
+   stopped by its stop flag (a clean stop, not a cancellation).
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ import aiohttp
 import kopf
 
 from draledger.operator.config import OperatorConfig
-from draledger.operator.handlers import PAGE, WATCHED, NoDiffBase, list_params
+from draledger.operator.handlers import WATCHED, settings_for
+from draledger.operator.metrics import Metrics
+from draledger.operator.runtime import Runtime
 from gate_observer import GATE, say, until_eof, watch
 
 PATCHES = 16
@@ -143,18 +145,9 @@ class KopfFeed:
 
 def kopf_operator(server: str, ca: str, cert: str, key: str,
                   feed: KopfFeed) -> tuple[kopf.OperatorRegistry, kopf.OperatorSettings]:
-    """Rule 6: Kopf's registry and settings as dra-ledger's (operator.handlers), ``feed``'s handlers on the kinds."""
-    registry, settings = kopf.OperatorRegistry(), kopf.OperatorSettings()
-    settings.scanning.disabled = True
-    settings.posting.enabled = False
-    settings.peering.standalone = True
-    settings.persistence.finalizer = "draledger.dev/unused"
-    settings.persistence.diffbase_storage = NoDiffBase()
-    settings.watching.chunk_size = PAGE
-    params = list_params(OperatorConfig())
-    for kind, selector in WATCHED:
-        if "fieldSelector" in params[kind]:
-            settings.watching.field_selectors[selector] = params[kind]["fieldSelector"]
+    """Rule 6: dra-ledger's own Kopf settings (``handlers.settings_for``), ``feed``'s handlers on its kinds."""
+    registry = kopf.OperatorRegistry()
+    settings = settings_for(Runtime(OperatorConfig(), Metrics(), time.monotonic))
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
